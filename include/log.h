@@ -32,7 +32,7 @@ bool log_enabled(enum log_level lvl);
 
 /*
  * Sends messages to PATH (appending, created 0600), or back to stderr when
- * PATH is NULL. Returns 0 or a negative errno (the sink is unchanged then).
+ * PATH is NULL. Error-level messages also go to stderr. Returns 0 or a negative errno (the sink is unchanged then).
  */
 int log_set_file(const char *path);
 

@@ -140,6 +140,18 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 	line[n++] = '\n';
 	ssize_t w = write(log_fd, line, n);
 	(void)w;
+	/* With a log file, errors still reach the user on stderr (a daemon
+	 * has pointed stderr at /dev/null by then). */
+	if (log_fd != STDERR_FILENO && lvl == LOG_LVL_ERROR) {
+		char *msg = memchr(line, ' ', n);
+		msg = msg ? memchr(msg + 1, ' ', (size_t)(line + n - msg - 1))
+			  : NULL;
+		if (msg) {
+			msg++;
+			w = write(STDERR_FILENO, log_prefix, strlen(log_prefix));
+			w = write(STDERR_FILENO, msg, (size_t)(line + n - msg));
+		}
+	}
 out:
 	pthread_mutex_unlock(&log_lock);
 	errno = saved_errno;
