@@ -1,0 +1,593 @@
+// SPDX-License-Identifier: MIT
+/*
+ * shardfs mount [OPTIONS] SOURCE MOUNTPOINT
+ *
+ * The parent parses the options and checks the mount point (exists, is a
+ * directory, is empty, is not already a mount point). Then, unless
+ * --foreground, it forks: the child becomes the daemon (new session),
+ * opens the store, lists the root (so that wrong credentials, an unknown
+ * bucket or an endpoint that is down fail before anything is mounted),
+ * mounts, and only then reports success through a pipe; the parent exits
+ * 0 on that report and 1 otherwise (the child printed the cause on the
+ * inherited stderr and exited, leaving nothing mounted). Engine threads
+ * are only ever created in the child, after fork().
+ *
+ * Once mounted the daemon listens on an abstract Unix socket named after
+ * the mount point (cmd_mount_control_addr()); it never accepts on it.
+ * `shardfs umount` connects to it to learn the daemon's pid
+ * (SO_PEERCRED) and, after unmounting, waits for the connection to end,
+ * which happens when the daemon process exits. No pid file: nothing to
+ * go stale, and it does not depend on the environment of either command.
+ *
+ * Logging: until the mount is live, errors go to stderr; the daemon then
+ * logs to --log-file, or else to syslog (--foreground: stderr).
+ */
+#define FUSE_USE_VERSION 34
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pwd.h>
+#include <grp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <fuse_lowlevel.h>
+
+#include "cli.h"
+#include "cmd.h"
+#include "fsops.h"
+#include "log.h"
+#include "ns.h"
+#include "rd.h"
+
+
+#define MOUNT_DEFAULT_TIMEOUT 86400.0 /* one day: datasets are immutable */
+
+enum {
+	OPT_METADATA_TTL = CLI_OPT_END,
+};
+
+struct mount_cfg {
+	struct cli_common common;
+	const char *source; /* borrowed from argv */
+	char mnt[PATH_MAX]; /* real path of the mount point */
+	bool foreground;
+	unsigned metadata_ttl; /* seconds, 0 = never relist */
+	uid_t uid;
+	gid_t gid;
+	unsigned max_read;
+	char *fuse_opts; /* owned: user -o options for libfuse */
+};
+
+/* What a running mount owns; released in reverse order. */
+struct mount_rt {
+	struct store *store;
+	struct ns *ns;
+	struct rd *rd;
+	struct fsops *fs;
+	struct fuse_session *se;
+	int ctl; /* control socket or -1 */
+};
+
+static const struct option mount_longopts[] = {
+    {"foreground", no_argument, NULL, 'f'},
+    {"metadata-ttl", required_argument, NULL, OPT_METADATA_TTL},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: shardfs mount [OPTIONS] SOURCE MOUNTPOINT\n\n"
+		"Mounts SOURCE (s3://BUCKET[/PREFIX], file://DIR or a "
+		"directory) read-only on\nMOUNTPOINT, an existing empty "
+		"directory. SOURCE is listed first: when that\nfails, nothing "
+		"is mounted. Returns once the mount is live; the daemon runs\n"
+		"until 'shardfs umount MOUNTPOINT' (or SIGTERM/SIGINT, which "
+		"unmount).\n\n"
+		"Mount options:\n"
+		"  -f, --foreground         stay in the foreground, log to "
+		"stderr\n"
+		"  -o OPT[,OPT...]          FUSE options: allow_other, "
+		"allow_root,\n"
+		"                           default_permissions, uid=N, gid=N "
+		"(owner shown for\n"
+		"                           every file; default: the mounting "
+		"user),\n"
+		"                           max_read=BYTES (at most 1048576), "
+		"debug, ...\n"
+		"  --metadata-ttl SECONDS   relist a directory after SECONDS "
+		"(default: never;\n"
+		"                           datasets are assumed immutable)\n"
+		"  -h, --help               show this help\n\n"
+		"Once daemonised, log lines go to --log-file FILE, or else to "
+		"syslog.\n\n%s",
+		cli_common_help);
+}
+
+static int parse_id(const char *v, bool is_uid, unsigned *out)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (*v && !*end && errno == 0 && n < UINT32_MAX) {
+		*out = (unsigned)n;
+		return 0;
+	}
+	if (is_uid) {
+		struct passwd *pw = getpwnam(v);
+
+		if (pw) {
+			*out = pw->pw_uid;
+			return 0;
+		}
+	} else {
+		struct group *gr = getgrnam(v);
+
+		if (gr) {
+			*out = gr->gr_gid;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Handles one -o item: ours (uid, gid, max_read) or passed to libfuse. */
+static int fuse_opt_one(struct mount_cfg *m, const char *o)
+{
+	unsigned v;
+
+	if (strncmp(o, "uid=", 4) == 0 || strncmp(o, "gid=", 4) == 0) {
+		if (parse_id(o + 4, o[0] == 'u', &v) < 0)
+			return cli_usage_error("mount", "bad -o %s", o);
+		if (o[0] == 'u')
+			m->uid = (uid_t)v;
+		else
+			m->gid = (gid_t)v;
+		return 0;
+	}
+	if (strncmp(o, "max_read=", 9) == 0) {
+		char *end;
+		unsigned long n = strtoul(o + 9, &end, 10);
+
+		if (!o[9] || *end || n < 4096 || n > FSOPS_MAX_READ)
+			return cli_usage_error("mount",
+					       "-o max_read wants "
+					       "4096 to %u",
+					       FSOPS_MAX_READ);
+		m->max_read = (unsigned)n;
+		return 0;
+	}
+	if (strcmp(o, "rw") == 0)
+		return cli_usage_error("mount", "shardfs mounts are "
+						"read-only (-o rw)");
+	if (strncmp(o, "fsname=", 7) == 0 || strncmp(o, "subtype=", 8) == 0)
+		return cli_usage_error("mount", "-o %.*s is set by shardfs",
+				       (int)strcspn(o, "="), o);
+	if (strcmp(o, "ro") == 0 || !*o)
+		return 0;
+	if (fuse_opt_add_opt_escaped(&m->fuse_opts, o) != 0)
+		return 1;
+	return 0;
+}
+
+static int parse_fuse_opts(struct mount_cfg *m, const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL, *tok;
+	int rc = 0;
+
+	if (!copy)
+		return 1;
+	for (tok = strtok_r(copy, ",", &save); tok && rc == 0;
+	     tok = strtok_r(NULL, ",", &save))
+		rc = fuse_opt_one(m, tok);
+	free(copy);
+	return rc;
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(struct mount_cfg *m, int argc, char **argv)
+{
+	struct option *lo = cli_longopts_merge(mount_longopts);
+	int c, rc = -1;
+
+	while (rc < 0 &&
+	       (c = getopt_long(argc, argv, "fo:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			m->foreground = true;
+			break;
+		case 'o':
+			if (parse_fuse_opts(m, optarg))
+				rc = 2;
+			break;
+		case 'h':
+			usage(stdout);
+			rc = 0;
+			break;
+		case OPT_METADATA_TTL: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (!*optarg || *end || v > 365UL * 86400)
+				rc = cli_usage_error("mount",
+						     "--metadata-ttl "
+						     "wants seconds, not '%s'",
+						     optarg);
+			m->metadata_ttl = (unsigned)v;
+			break;
+		}
+		default:
+			c = cli_common_opt(&m->common, c, optarg);
+			if (c == 0)
+				rc = cli_usage_error("mount", "unknown option");
+			else if (c < 0)
+				rc = 2;
+		}
+	}
+	free(lo);
+	if (rc < 0 && argc - optind != 2)
+		rc = cli_usage_error("mount", "expected SOURCE and "
+					      "MOUNTPOINT");
+	if (rc < 0)
+		m->source = argv[optind];
+	return rc;
+}
+
+/* Checks the mount point and resolves it into M->mnt. 0 or 1. */
+static int check_mountpoint(struct mount_cfg *m, const char *arg)
+{
+	struct stat st, up;
+	char parent[PATH_MAX + 4];
+	struct dirent *de;
+	DIR *d;
+
+	if (stat(arg, &st) != 0) {
+		if (errno == ENOTCONN)
+			fprintf(stderr,
+				"shardfs mount: %s is a dead mount; run "
+				"'shardfs umount %s' first\n",
+				arg, arg);
+		else if (errno == ENOENT)
+			fprintf(stderr,
+				"shardfs mount: mount point %s does "
+				"not exist\n",
+				arg);
+		else
+			fprintf(stderr, "shardfs mount: %s: %s\n", arg,
+				strerror(errno));
+		return 1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr,
+			"shardfs mount: mount point %s is not a "
+			"directory\n",
+			arg);
+		return 1;
+	}
+	if (!realpath(arg, m->mnt)) {
+		fprintf(stderr, "shardfs mount: %s: %s\n", arg,
+			strerror(errno));
+		return 1;
+	}
+	snprintf(parent, sizeof(parent), "%s/..", m->mnt);
+	if (stat(parent, &up) == 0 &&
+	    (up.st_dev != st.st_dev || up.st_ino == st.st_ino)) {
+		fprintf(stderr, "shardfs mount: %s is already a mount point\n",
+			arg);
+		return 1;
+	}
+	d = opendir(m->mnt);
+	if (!d) {
+		fprintf(stderr, "shardfs mount: %s: %s\n", arg,
+			strerror(errno));
+		return 1;
+	}
+	while ((de = readdir(d)) != NULL &&
+	       (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0))
+		;
+	closedir(d);
+	if (de) {
+		fprintf(stderr,
+			"shardfs mount: mount point %s is not "
+			"empty\n",
+			arg);
+		return 1;
+	}
+	return 0;
+}
+
+int cmd_mount_control_addr(const char *mnt, struct sockaddr_un *sa,
+			   socklen_t *len)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a 64 */
+	int n;
+
+	for (const unsigned char *p = (const unsigned char *)mnt; *p; p++) {
+		h ^= *p;
+		h *= 1099511628211ULL;
+	}
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	/* sun_path[0] == '\0': an abstract name, gone with the process. */
+	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
+		     "shardfs/mount/%016" PRIx64, h);
+	*len =
+	    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	return 0;
+}
+
+static int control_listen(const char *mnt)
+{
+	struct sockaddr_un sa;
+	socklen_t len;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	cmd_mount_control_addr(mnt, &sa, &len);
+	if (bind(fd, (struct sockaddr *)&sa, len) != 0 ||
+	    listen(fd, SOMAXCONN) != 0) {
+		log_warn("no control socket for %s (%s): 'shardfs umount' "
+			 "will not wait for this daemon",
+			 mnt, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * Routes libfuse's messages into our log. libfuse writes some lines in
+ * pieces (the "unknown option(s)" message is three calls), so pieces are
+ * joined per thread until a newline; a thread-local buffer, because
+ * libfuse may log from any worker thread.
+ */
+static void fuse_log_bridge(enum fuse_log_level level, const char *fmt,
+			    va_list ap)
+{
+	static _Thread_local char line[1024];
+	size_t n = strlen(line);
+	enum log_level l = level <= FUSE_LOG_ERR       ? LOG_LVL_ERROR
+			   : level <= FUSE_LOG_WARNING ? LOG_LVL_WARN
+			   : level <= FUSE_LOG_INFO    ? LOG_LVL_INFO
+						       : LOG_LVL_DEBUG;
+
+	vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	n = strlen(line);
+	if (n == 0 || (line[n - 1] != '\n' && n < sizeof(line) - 1))
+		return;
+	while (n > 0 && line[n - 1] == '\n')
+		line[--n] = '\0';
+	log_msg(l, "%s", line);
+	line[0] = '\0';
+}
+
+/* Opens the store, lists the root, builds ns, rd and fsops. 0 or 1. */
+static int rt_open(struct mount_cfg *m, struct mount_rt *rt)
+{
+	struct ns_conf nc = {0};
+	struct fsops_conf fc = {0};
+	char msg[512] = "";
+	int rc;
+
+	if (cli_open_store(&m->common, m->source, &rt->store) < 0)
+		return 1;
+	nc.store = rt->store;
+	nc.metadata_ttl = m->metadata_ttl;
+	if (ns_new(&nc, &rt->ns) < 0)
+		return 1;
+	rc = ns_prime(rt->ns, msg, sizeof(msg));
+	if (rc < 0) {
+		/* The store's message names the source, as in shardfs ls. */
+		if (msg[0])
+			fprintf(stderr, "shardfs mount: %s\n", msg);
+		else
+			fprintf(stderr, "shardfs mount: %s: %s\n", m->source,
+				strerror(-rc));
+		return 1;
+	}
+	struct rd_conf rc_conf = {.store = rt->store};
+	if (rd_new(&rc_conf, &rt->rd) < 0)
+		return 1;
+	fc.ns = rt->ns;
+	fc.rd = rt->rd;
+	fc.uid = m->uid;
+	fc.gid = m->gid;
+	fc.timeout = MOUNT_DEFAULT_TIMEOUT;
+	if (m->metadata_ttl && m->metadata_ttl < fc.timeout)
+		fc.timeout = m->metadata_ttl;
+	fc.metadata_ttl = m->metadata_ttl;
+	fc.max_read = m->max_read;
+	fc.max_background = 256;
+	fc.use_no_open = true;
+	return fsops_new(&fc, &rt->fs) < 0 ? 1 : 0;
+}
+
+static void rt_close(struct mount_rt *rt)
+{
+	if (rt->se) {
+		fuse_remove_signal_handlers(rt->se);
+		/* Replies of reads still in flight go to the open device. */
+		rd_free(rt->rd);
+		rt->rd = NULL;
+		fuse_session_unmount(rt->se);
+		fuse_session_destroy(rt->se);
+	}
+	fsops_free(rt->fs);
+	rd_free(rt->rd);
+	ns_free(rt->ns);
+	store_free(rt->store);
+	if (rt->ctl >= 0)
+		close(rt->ctl);
+}
+
+/* Creates the session and mounts. 0 or 1 (cause printed). */
+static int rt_mount(struct mount_cfg *m, struct mount_rt *rt)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	char *opts = NULL, tmp[PATH_MAX + 64];
+	int rc = 1;
+
+	snprintf(tmp, sizeof(tmp), "fsname=%s", m->source);
+	if (fuse_opt_add_arg(&args, "shardfs") ||
+	    fuse_opt_add_opt(&opts, "ro,subtype=shardfs") ||
+	    fuse_opt_add_opt_escaped(&opts, tmp))
+		goto out;
+	snprintf(tmp, sizeof(tmp), "max_read=%u", m->max_read);
+	if (fuse_opt_add_opt(&opts, tmp) ||
+	    (m->fuse_opts && fuse_opt_add_opt(&opts, m->fuse_opts)) ||
+	    fuse_opt_add_arg(&args, "-o") || fuse_opt_add_arg(&args, opts))
+		goto out;
+	rt->se = fuse_session_new(&args, fsops_lowlevel_ops(),
+				  fsops_lowlevel_ops_size(), rt->fs);
+	if (!rt->se) /* libfuse said why (e.g. "unknown option(s)") */
+		goto out;
+	if (fuse_set_signal_handlers(rt->se) != 0 ||
+	    fuse_session_mount(rt->se, m->mnt) != 0) {
+		/* libfuse said why, through fuse_log_bridge(). */
+		fuse_remove_signal_handlers(rt->se);
+		fuse_session_destroy(rt->se);
+		rt->se = NULL;
+		goto out;
+	}
+	rc = 0;
+out:
+	free(opts);
+	fuse_opt_free_args(&args);
+	return rc;
+}
+
+/* Daemon side of a successful mount: quiet stdio, log sink. */
+static void detach(struct mount_cfg *m)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (!m->common.log_file)
+		log_use_syslog("shardfs");
+	if (fd >= 0) {
+		dup2(fd, STDIN_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+	if (chdir("/") != 0)
+		log_warn("chdir /: %s", strerror(errno));
+}
+
+static void report(int fd, char status)
+{
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	do
+		n = write(fd, &status, 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+}
+
+/* Runs the mount until it ends. REPORT_FD: the parent's pipe, or -1. */
+static int serve(struct mount_cfg *m, int report_fd)
+{
+	struct mount_rt rt = {.ctl = -1};
+	struct fuse_loop_config lc = {.clone_fd = 0, .max_idle_threads = 10};
+	int rc = 1;
+
+	fuse_set_log_func(fuse_log_bridge);
+	if (rt_open(m, &rt) != 0 || rt_mount(m, &rt) != 0) {
+		rt_close(&rt);
+		report(report_fd, '1');
+		return 1;
+	}
+	rt.ctl = control_listen(m->mnt);
+	if (report_fd >= 0)
+		detach(m);
+	log_info("mounted %s on %s (pid %ld)", m->source, m->mnt,
+		 (long)getpid());
+	report(report_fd, '0');
+	rc = fuse_session_loop_mt(rt.se, &lc);
+	if (rc < 0)
+		log_error("FUSE session ended with an error: %s",
+			  strerror(-rc));
+	else
+		log_info("unmounting %s%s", m->mnt, rc > 0 ? " (signal)" : "");
+	rt_close(&rt);
+	return rc < 0 ? 1 : 0;
+}
+
+/* Parent side: forks the daemon and waits for its report. */
+static int run_detached(struct mount_cfg *m)
+{
+	int p[2], status;
+	ssize_t n;
+	pid_t pid;
+	char c = 0;
+
+	if (pipe2(p, O_CLOEXEC) != 0) {
+		fprintf(stderr, "shardfs mount: pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "shardfs mount: fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		setsid();
+		return serve(m, p[1]);
+	}
+	close(p[1]);
+	do
+		n = read(p[0], &c, 1);
+	while (n < 0 && errno == EINTR);
+	close(p[0]);
+	if (n == 1 && c == '0')
+		return 0;
+	waitpid(pid, &status, 0);
+	if (n != 1)
+		fprintf(stderr, "shardfs mount: the daemon exited before the "
+				"mount was ready\n");
+	return 1;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	struct mount_cfg m;
+	int rc;
+
+	memset(&m, 0, sizeof(m));
+	cli_common_init(&m.common);
+	m.uid = getuid();
+	m.gid = getgid();
+	m.max_read = FSOPS_MAX_READ;
+	rc = parse_args(&m, argc, argv);
+	if (rc >= 0)
+		goto out;
+	rc = -cli_common_finish(&m.common);
+	if (rc)
+		goto out;
+	rc = 1;
+	if (check_mountpoint(&m, argv[optind + 1]) != 0)
+		goto out;
+	rc = m.foreground ? serve(&m, -1) : run_detached(&m);
+out:
+	free(m.fuse_opts);
+	return rc;
+}
