@@ -30,7 +30,7 @@ struct cli_common {
 	bool no_sign_request;
 	bool no_verify_ssl;
 	unsigned max_connections; /* default 64 */
-	unsigned max_attempts;	  /* retries: total attempts, default 6 */
+	unsigned max_attempts;	  /* retries: total attempts, default 10 */
 	unsigned connect_timeout; /* seconds, default 5 */
 	unsigned stall_timeout;	  /* seconds without progress, default 30 */
 	int log_level;		  /* enum log_level */

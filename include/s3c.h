@@ -11,12 +11,18 @@
  *   wait in a FIFO. Connections are kept alive and reused (curl's pool,
  *   shared DNS cache), never beyond `max_conn_age` seconds.
  * - Each attempt is signed afresh (SigV4) on the I/O thread.
- * - Retries: 5xx, 429, 408, connection failures, resets, short bodies and
- *   stalls (no byte for `stall_timeout` seconds) are retried up to
- *   `max_attempts` attempts in all, after a backoff with full jitter
- *   (random in [0, min(cap, base * 2^attempt)]), or after Retry-After
- *   when the server sends one (bounded by the cap). Backoff is a timer in
- *   the I/O loop: no thread sleeps.
+ * - Retries: 5xx, 429, 408, connection failures, resets, short bodies,
+ *   stalls (no byte for `stall_timeout` seconds) and 2xx answers that do
+ *   not hold exactly the bytes asked for (wrong Content-Range, a 206 to a
+ *   request without Range, a wrong body length) are retried up to
+ *   `max_attempts` attempts in all, after a backoff with equal jitter
+ *   (random in [d/2, d], d = min(cap, base * 2^(attempt-1))), or after
+ *   Retry-After when the server sends one (bounded by the cap). With the
+ *   defaults the retries of one request span 10.6 to 21 s, enough to ride
+ *   out a server restart. Exception: while the endpoint has never answered
+ *   this engine, a request without an HTTP answer (connection refused,
+ *   timeout) gets at most 3 attempts, so a wrong endpoint fails fast.
+ *   Backoff is a timer in the I/O loop: no thread sleeps.
  * - HTTP status, S3 error <Code> and curl errors are mapped to a negative
  *   errno and one message in one place (s3c_map_error()).
  *
@@ -44,7 +50,7 @@ struct s3c_conf {
 	const char *ca_bundle;	   /* NULL = system store */
 	bool no_verify_ssl;	   /* disable TLS verification (loud warning) */
 	unsigned max_connections;  /* 1..1024, default 64 */
-	unsigned max_attempts;	   /* 1..100, default 6 */
+	unsigned max_attempts;	   /* 1..100, default 10 */
 	unsigned retry_base_ms;	   /* default 100 */
 	unsigned retry_cap_ms;	   /* default 5000 */
 	unsigned connect_timeout;  /* seconds, default 5 */

@@ -79,6 +79,12 @@ struct store_ops {
 		   size_t len, char *msg, size_t msglen);
 	/* A short description for logs: "s3://bucket/prefix" or a path. */
 	const char *(*describe)(struct store *s);
+	/*
+	 * A string naming where the data lives, for cache keys: the endpoint
+	 * URL, bucket and prefix for S3 ("http://host:port/bucket/prefix/"),
+	 * "file://" and the real path of the root for a directory.
+	 */
+	const char *(*cache_id)(struct store *s);
 	void (*free)(struct store *s);
 };
 

@@ -58,7 +58,7 @@ const char cli_common_help[] =
 	"  --no-verify-ssl          do not verify TLS certificates (unsafe)\n"
 	"  --max-connections N      connections to the endpoint (default 64)\n"
 	"  --max-attempts N         attempts per request, retries included "
-	"(default 6)\n"
+	"(default 10)\n"
 	"  --connect-timeout SECS   give up connecting after SECS (default "
 	"5)\n"
 	"  --stall-timeout SECS     retry a transfer idle for SECS (default "
@@ -94,7 +94,7 @@ void cli_common_init(struct cli_common *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->max_connections = 64;
-	c->max_attempts = 6;
+	c->max_attempts = 10;
 	c->connect_timeout = 5;
 	c->stall_timeout = 30;
 	c->log_level = LOG_LVL_WARN;

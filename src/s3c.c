@@ -39,6 +39,10 @@
 #define S3C_ERROR_BODY_CAP   (64u << 10)
 #define S3C_MAX_PARAMS	     16
 #define S3C_MAX_HEADERS	     16
+/* Attempts of a request that got no HTTP answer, while the endpoint has
+ * never answered this engine: a wrong URL or a server that is down at
+ * start fails in well under a second instead of riding out an "outage". */
+#define S3C_UNPROVEN_ATTEMPTS 3
 
 struct s3c_kv {
 	char *name;
@@ -73,7 +77,11 @@ struct s3c_req {
 	char *url;
 	int64_t due_us;	  /* retry: when the next attempt may start */
 	int64_t start_us; /* submission time, for latency */
+	int64_t active_us; /* last sign of life of the attempt (stalls) */
+	int64_t stall_us;  /* conf.stall_timeout in microseconds */
+	int64_t seen_ul;   /* bytes uploaded at the last progress call */
 	bool overflow;	  /* the body exceeded its cap */
+	bool stalled;	  /* aborted by the stall check */
 	char curl_errbuf[CURL_ERROR_SIZE];
 
 	/* Results. */
@@ -114,6 +122,7 @@ struct s3c {
 	unsigned nactive;
 	struct sigv4_key_cache kc;
 	uint64_t rng;
+	bool answered; /* some attempt got an HTTP status from the endpoint */
 
 	pthread_mutex_t stats_lock; /* protects stats */
 	struct s3c_stats stats;
@@ -135,7 +144,7 @@ void s3c_conf_init(struct s3c_conf *conf)
 	conf->base_path = "";
 	conf->region = "us-east-1";
 	conf->max_connections = 64;
-	conf->max_attempts = 6;
+	conf->max_attempts = 10;
 	conf->retry_base_ms = 100;
 	conf->retry_cap_ms = 5000;
 	conf->connect_timeout = 5;
@@ -461,6 +470,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 	size_t n = size * nmemb;
 	long status = 0;
 
+	r->active_us = mono_us();
 	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
 	/* An error answer is read up to its own cap, whatever the request's
 	 * cap (a 1-byte range can still get a 1 KiB error document). */
@@ -486,6 +496,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *arg)
 	size_t n = size * nmemb, nl;
 	const char *colon, *v, *end = p + n;
 
+	r->active_us = mono_us();
 	if (n >= 5 && memcmp(p, "HTTP/", 5) == 0) {
 		/* A new status line (after 100 Continue): forget earlier
 		 * headers. */
@@ -516,6 +527,37 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *arg)
 	HDR("retry-after", retry_after)
 #undef HDR
 	return n;
+}
+
+/*
+ * The stall check: an attempt that has seen no byte in either direction
+ * for stall_timeout seconds since it was connected is aborted (and
+ * retried as a timeout). curl's own LOW_SPEED options average the speed
+ * over a window of several seconds, so they noticed a stall after some
+ * data up to ~5 s late. Connecting has its own timeout and does not
+ * count. Called by curl at least once a second per transfer while the
+ * I/O loop runs (its poll timeout is at most 1 s).
+ */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
+		       curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct s3c_req *r = arg;
+	curl_off_t pre = 0;
+	int64_t now = mono_us();
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	curl_easy_getinfo(r->easy, CURLINFO_PRETRANSFER_TIME_T, &pre);
+	if (pre == 0 || ulnow != r->seen_ul) {
+		r->seen_ul = ulnow;
+		r->active_us = now;
+		return 0;
+	}
+	if (now - r->active_us < r->stall_us)
+		return 0;
+	r->stalled = true;
+	return 1; /* CURLE_ABORTED_BY_CALLBACK */
 }
 
 static size_t on_upload(char *p, size_t size, size_t nmemb, void *arg)
@@ -738,8 +780,9 @@ static void setup_easy(struct s3c *c, struct s3c_req *r)
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)c->conf.connect_timeout);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)c->conf.stall_timeout);
+	curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(e, CURLOPT_XFERINFODATA, r);
 	curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, (long)c->conf.max_conn_age);
 	curl_easy_setopt(e, CURLOPT_DNS_CACHE_TIMEOUT, 60L);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->curl_errbuf);
@@ -884,17 +927,50 @@ static void describe_error(struct s3c *c, struct s3c_req *r, int err,
 	}
 }
 
+/* Parses a decimal number of at most 19 digits; returns the end, or NULL. */
+static const char *parse_u64(const char *p, uint64_t *out)
+{
+	uint64_t v = 0;
+	int n = 0;
+
+	while (*p >= '0' && *p <= '9' && n < 19) {
+		v = v * 10 + (uint64_t)(*p++ - '0');
+		n++;
+	}
+	*out = v;
+	return n == 0 || (*p >= '0' && *p <= '9') ? NULL : p;
+}
+
+/* "bytes S-E/TOTAL" with S <= E < TOTAL, nothing else. 0 or -EINVAL. */
+static int parse_content_range(const char *v, uint64_t *s, uint64_t *e,
+			       uint64_t *total)
+{
+	if (strncmp(v, "bytes ", 6) != 0)
+		return -EINVAL;
+	v = parse_u64(v + 6, s);
+	if (!v || *v != '-' || !(v = parse_u64(v + 1, e)) || *v != '/' ||
+	    !(v = parse_u64(v + 1, total)) || *v)
+		return -EINVAL;
+	return *s <= *e && *e < *total ? 0 : -EINVAL;
+}
+
 /*
- * Checks that a 2xx answer to a range request holds exactly the bytes
- * asked for. Returns NULL when it does, else what is wrong.
+ * Checks that a 2xx answer holds exactly the bytes asked for: for a range
+ * request, a 206 whose Content-Range is the range asked for (or, with
+ * allow_short, its part up to the end of the object) and a body of that
+ * length, or a 200 of the whole object when the range starts at 0; for a
+ * request without a range, anything but a 206 (a partial answer to a
+ * request for everything is never the object). Returns NULL when it does,
+ * else what is wrong.
  */
 static const char *check_range(const struct s3c_req *r)
 {
-	unsigned long long s, e, total;
+	uint64_t s, e, total;
 	uint64_t want_end = r->range_off + r->range_len - 1;
 
 	if (!r->has_range)
-		return NULL;
+		return r->status == 206 ? "206 answer to a request without Range"
+					: NULL;
 	if (r->status == 200) {
 		/* The whole object: fine when it is what was asked for. */
 		if (r->range_off != 0)
@@ -904,9 +980,9 @@ static const char *check_range(const struct s3c_req *r)
 			return NULL;
 		return "body length differs from the range asked for";
 	}
-	if (sscanf(r->content_range, "bytes %llu-%llu/%llu", &s, &e,
-		   &total) != 3 ||
-	    s != r->range_off || e < s)
+	if (r->status != 206 ||
+	    parse_content_range(r->content_range, &s, &e, &total) != 0 ||
+	    s != r->range_off)
 		return "wrong Content-Range";
 	if (r->allow_short && e < want_end && e + 1 == total)
 		want_end = e;
@@ -928,7 +1004,12 @@ static uint64_t rng_next(struct s3c *c)
 	return x;
 }
 
-/* Full jitter: uniform in [0, min(cap, base * 2^(attempt-1))]. */
+/*
+ * Equal jitter: uniform in [d/2, d], d = min(cap, base * 2^(attempt-1)).
+ * The floor gives the retries of a request a known minimum span (with the
+ * defaults, 10 attempts take at least 10.6 s), so that a server restart or
+ * a short outage is ridden out; the random half still spreads clients out.
+ */
 static int64_t backoff_us(struct s3c *c, const struct s3c_req *r)
 {
 	uint64_t cap_ms = c->conf.retry_cap_ms, exp_ms = c->conf.retry_base_ms;
@@ -939,9 +1020,9 @@ static int64_t backoff_us(struct s3c *c, const struct s3c_req *r)
 	if (exp_ms > cap_ms)
 		exp_ms = cap_ms;
 	if (r->retry_after[0] && sscanf(r->retry_after, "%lu", &ra) == 1 &&
-	    ra * 1000 <= cap_ms)
+	    r->retry_after[0] != '-' && ra <= cap_ms / 1000)
 		return (int64_t)ra * 1000000;
-	return (int64_t)(rng_next(c) % (exp_ms * 1000 + 1));
+	return (int64_t)(exp_ms * 500 + rng_next(c) % (exp_ms * 500 + 1));
 }
 
 static void retry_later(struct s3c *c, struct s3c_req *r, const char *why)
@@ -991,6 +1072,20 @@ static void finish_transfer(struct s3c *c, struct s3c_req *r, CURLcode cc)
 
 	curl_multi_remove_handle(c->multi, r->easy);
 	active_remove(c, r);
+	if (cc == CURLE_UNSUPPORTED_PROTOCOL) {
+		curl_off_t pre = 0;
+
+		/* After the request went out, this is curl's "Received
+		 * HTTP/0.9": a garbled answer, worth another attempt. */
+		curl_easy_getinfo(r->easy, CURLINFO_PRETRANSFER_TIME_T, &pre);
+		if (pre > 0)
+			cc = CURLE_WEIRD_SERVER_REPLY;
+	}
+	if (cc == CURLE_ABORTED_BY_CALLBACK && r->stalled) {
+		cc = CURLE_OPERATION_TIMEDOUT;
+		fmt(r->curl_errbuf, sizeof(r->curl_errbuf),
+		    "no data for %u s (stall timeout)", c->conf.stall_timeout);
+	}
 	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
 	curl_easy_getinfo(r->easy, CURLINFO_NUM_CONNECTS, &nconn);
 	r->connects += (unsigned)nconn;
@@ -1003,11 +1098,21 @@ static void finish_transfer(struct s3c *c, struct s3c_req *r, CURLcode cc)
 		c->stats.bytes_out += r->body_len;
 	pthread_mutex_unlock(&c->stats_lock);
 	extract_s3code(r);
+	if (r->status > 0)
+		c->answered = true;
 	err = s3c_map_error(r->status, r->s3code, (int)cc, &hint);
 	if (!err && (bad = check_range(r)) != NULL)
 		err = -EIO;
+	if (cc == CURLE_WRITE_ERROR && r->overflow && r->has_range &&
+	    r->status == 200) {
+		/* A whole object larger than the range: the Range header
+		 * was dropped on the way (or ignored); worth another try. */
+		bad = "server ignored the Range header";
+		err = -EIO;
+	}
 	if (err && r->attempts < c->conf.max_attempts &&
-	    (bad || s3c_retryable(r->status, r->s3code, (int)cc))) {
+	    (bad || s3c_retryable(r->status, r->s3code, (int)cc)) &&
+	    (c->answered || r->attempts < S3C_UNPROVEN_ATTEMPTS)) {
 		char why[160];
 
 		fmt(why, sizeof(why), "%s",
@@ -1040,8 +1145,16 @@ static void start_attempt(struct s3c *c, struct s3c_req *r)
 
 	r->attempts++;
 	r->overflow = false;
+	r->stalled = false;
+	r->seen_ul = 0;
+	r->active_us = mono_us();
+	r->stall_us = (int64_t)c->conf.stall_timeout * 1000000;
 	r->status = 0;
 	r->curl_errbuf[0] = '\0';
+	/* Nothing of an earlier attempt's answer may leak into this one. */
+	r->etag[0] = r->last_modified[0] = r->content_length[0] = '\0';
+	r->content_range[0] = r->request_id[0] = r->retry_after[0] = '\0';
+	r->s3code[0] = '\0';
 	r->body_pos = 0;
 	buf_reset(&r->resp);
 	r->resp.cap = r->body_cap;
@@ -1189,6 +1302,11 @@ static void *io_main(void *arg)
 					  (char **)&r);
 			finish_transfer(c, r, m->data.result);
 		}
+		/* Again: the completions above may have scheduled retries,
+		 * which must wake the loop when due, not a second later. The
+		 * 1 s bound also runs every transfer's stall check
+		 * (on_progress) at least once a second. */
+		wait = collect_retries(c, 1000);
 		if (c->ready_head && c->nactive < c->conf.max_connections)
 			wait = 0;
 		curl_multi_poll(c->multi, NULL, 0, wait, NULL);

@@ -31,6 +31,7 @@ struct store_local {
 	struct store base;
 	int rootfd;		  /* O_DIRECTORY descriptor of the root */
 	char *root;		  /* owned; for describe() and messages */
+	char *cache_id;		  /* owned; "file://" + root */
 	_Atomic uint64_t tmp_seq; /* names of put()'s temporary files */
 };
 
@@ -452,11 +453,17 @@ static const char *local_describe(struct store *s)
 	return to_local(s)->root;
 }
 
+static const char *local_cache_id(struct store *s)
+{
+	return to_local(s)->cache_id;
+}
+
 static void local_free(struct store *s)
 {
 	struct store_local *sl = to_local(s);
 
 	close(sl->rootfd);
+	free(sl->cache_id);
 	free(sl->root);
 	free(sl);
 }
@@ -467,6 +474,7 @@ static const struct store_ops local_ops = {
     .get_range = local_get_range,
     .put = local_put,
     .describe = local_describe,
+    .cache_id = local_cache_id,
     .free = local_free,
 };
 
@@ -488,7 +496,11 @@ int store_local_new(const char *dir, struct store **out, char *msg,
 	real = realpath(dir, NULL);
 	if (!real)
 		real = strdup(dir);
-	if (!sl || !real) {
+	if (sl && real && asprintf(&sl->cache_id, "file://%s", real) < 0)
+		sl->cache_id = NULL;
+	if (!sl || !real || !sl->cache_id) {
+		if (sl)
+			free(sl->cache_id);
 		free(sl);
 		free(real);
 		close(fd);

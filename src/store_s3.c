@@ -26,6 +26,7 @@ struct store_s3 {
 	char *bucket;
 	char *prefix; /* "" or ends with '/' */
 	char *desc;
+	char *cache_id;
 };
 
 static struct store_s3 *to_s3(struct store *s)
@@ -367,10 +368,16 @@ static const char *s3_describe(struct store *s)
 	return to_s3(s)->desc;
 }
 
+static const char *s3_cache_id(struct store *s)
+{
+	return to_s3(s)->cache_id;
+}
+
 static void s3_free(struct store *s)
 {
 	struct store_s3 *st = to_s3(s);
 
+	free(st->cache_id);
 	s3c_free(st->engine);
 	free(st->bucket);
 	free(st->prefix);
@@ -384,6 +391,7 @@ static const struct store_ops s3_ops = {
 	.get_range = s3_get_range,
 	.put = s3_put,
 	.describe = s3_describe,
+	.cache_id = s3_cache_id,
 	.free = s3_free,
 };
 
@@ -402,7 +410,11 @@ int store_s3_new(struct s3c *engine, const char *bucket, const char *prefix,
 		st->prefix = NULL;
 	if (asprintf(&st->desc, "s3://%s/%s", bucket, st->prefix ? st->prefix : "") < 0)
 		st->desc = NULL;
-	if (!st->bucket || !st->prefix || !st->desc) {
+	if (asprintf(&st->cache_id, "%s/%s/%s", s3c_endpoint(engine), bucket,
+		     st->prefix ? st->prefix : "") < 0)
+		st->cache_id = NULL;
+	if (!st->bucket || !st->prefix || !st->desc || !st->cache_id) {
+		free(st->cache_id);
 		free(st->bucket);
 		free(st->prefix);
 		free(st->desc);
