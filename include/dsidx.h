@@ -13,6 +13,13 @@
  * records, one string table, CRC-32C over the header and over the body,
  * a major.minor version.
  *
+ * Version 1.1 adds sparse files (tar's GNU sparse members): a sparse
+ * member's bytes are a list of data segments stored in the shard, zeros
+ * elsewhere. An index holding one sets the required header flag
+ * DSIDX_FLAG_SPARSE, so that a 1.0 reader refuses it instead of reading
+ * holes as data; an index without sparse members is written as 1.0,
+ * byte for byte what a 1.0 writer writes.
+ *
  * Building: dsidx_builder_* collects shards and members in any order and
  * dsidx_builder_finish() writes the canonical index: the same final set
  * of entries gives the same bytes whatever the order of the adds.
@@ -37,6 +44,7 @@
  *   -ENOMEM
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,24 +56,31 @@
 /* Format constants (shardfs-index(5)). */
 #define DSIDX_MAGIC	     "SHARDIDX" /* 8 bytes, no NUL in the file */
 #define DSIDX_VERSION_MAJOR  1
-#define DSIDX_VERSION_MINOR  0
+#define DSIDX_VERSION_MINOR  1	 /* newest minor read and written */
 #define DSIDX_HEADER_LEN     112 /* header bytes written by 1.0 */
+#define DSIDX_HEADER_LEN_1_1 144 /* ... by 1.1 with DSIDX_FLAG_SPARSE */
 #define DSIDX_SHARD_REC_LEN  16	 /* shard record bytes written by 1.0 */
 #define DSIDX_DIR_REC_LEN    48	 /* directory record bytes, 1.0 */
 #define DSIDX_MEMBER_REC_LEN 48	 /* member record bytes, 1.0 */
-#define DSIDX_DIR_EXPLICIT   1u	 /* dir flag: the tar had an entry for it */
-#define DSIDX_IMPLICIT_MODE  0040555u	/* S_IFDIR | 0555 */
-#define DSIDX_NONE	     UINT32_MAX /* shard of a symlink */
+#define DSIDX_SPARSE_REC_LEN 16	 /* sparse record bytes, 1.1 */
+#define DSIDX_SEG_REC_LEN    24	 /* segment record bytes, 1.1 */
+#define DSIDX_FLAG_SPARSE                                                      \
+	1u			     /* required header flag (1.1): the        \
+					sparse and segment tables are there */
+#define DSIDX_DIR_EXPLICIT  1u	     /* dir flag: the tar had an entry for it */
+#define DSIDX_IMPLICIT_MODE 0040555u /* S_IFDIR | 0555 */
+#define DSIDX_NONE	    UINT32_MAX /* shard of a symlink */
 
 /* Limits (the reader rejects larger values, the builder refuses them). */
-#define DSIDX_MAX_NAME	  1024u		   /* bytes of one path component */
-#define DSIDX_MAX_LINK	  4095u		   /* bytes of a symlink target */
-#define DSIDX_MAX_KEY	  1024u		   /* bytes of a shard key (S3 limit) */
-#define DSIDX_MAX_ETAG	  256u		   /* bytes of an ETag */
-#define DSIDX_MAX_SHARDS  (UINT32_MAX - 1) /* DSIDX_NONE is reserved */
-#define DSIDX_MAX_DIRS	  UINT32_MAX
-#define DSIDX_MAX_MEMBERS UINT32_MAX
-#define DSIDX_MAX_STRINGS UINT32_MAX /* bytes of the string table */
+#define DSIDX_MAX_NAME	   1024u /* bytes of one path component */
+#define DSIDX_MAX_LINK	   4095u /* bytes of a symlink target */
+#define DSIDX_MAX_KEY	   1024u /* bytes of a shard key (S3 limit) */
+#define DSIDX_MAX_ETAG	   256u	 /* bytes of an ETag */
+#define DSIDX_MAX_SHARDS   (UINT32_MAX - 1) /* DSIDX_NONE is reserved */
+#define DSIDX_MAX_DIRS	   UINT32_MAX
+#define DSIDX_MAX_MEMBERS  UINT32_MAX
+#define DSIDX_MAX_STRINGS  UINT32_MAX /* bytes of the string table */
+#define DSIDX_MAX_SEGMENTS UINT32_MAX /* sparse data segments in all */
 
 /*
  * Suggested cap for the buffer an index object is read into (about 30
@@ -91,6 +106,18 @@ int dsidx_reseal(void *data, size_t len);
 /* ---- Building ---------------------------------------------------------- */
 
 struct dsidx_builder;
+
+/*
+ * One data segment of a sparse member: the file's bytes [offset, offset +
+ * length) are the shard's bytes [archive_offset, archive_offset +
+ * length). The file's bytes outside every segment are zeros. (The same
+ * layout as struct tarhdr_sparse.)
+ */
+struct dsidx_segment {
+	uint64_t offset;	 /* in the file */
+	uint64_t length;	 /* > 0 */
+	uint64_t archive_offset; /* in the shard */
+};
 
 /* Limits of one builder; 0 means the format's maximum. */
 struct dsidx_builder_conf {
@@ -157,6 +184,25 @@ int dsidx_builder_add_member(struct dsidx_builder *b, const char *path,
 			     const char *link_target);
 
 /*
+ * Adds a sparse file at PATH (rules of PATH, shadowing and conflicts as
+ * add_member()): SIZE is its apparent size (st_size, may exceed the
+ * shard's), its data the NSEGS segments SEGS (copied; ascending by
+ * offset, not overlapping, each of length > 0, inside [0, SIZE) and with
+ * its archive bytes inside shard SHARD); NSEGS 0 is a file of SIZE zero
+ * bytes. DATA_OFFSET is where the member's stored data begins in the
+ * shard (<= the shard's size; tarhdr's data_offset), kept for readers
+ * that fetch a member whole. MODE is S_IFREG with permission bits.
+ * -EINVAL for a bad argument (unsorted or overlapping segments, ...),
+ * -E2BIG past DSIDX_MAX_SEGMENTS. The index is then version 1.1 with
+ * DSIDX_FLAG_SPARSE (dsidx_member_view.sparse, dsidx_member_segments()).
+ */
+int dsidx_builder_add_sparse(struct dsidx_builder *b, const char *path,
+			     uint32_t shard, uint64_t data_offset,
+			     uint64_t size, const struct dsidx_segment *segs,
+			     uint32_t nsegs, uint32_t mode, int64_t mtime,
+			     uint32_t mtime_nsec);
+
+/*
  * Adds a hard link PATH to the member at TARGET (normalised like PATH) as
  * it is now: the new member copies the latest add at TARGET (shard,
  * offset, size, mode, mtime, symlink target), as tar extraction would; a
@@ -207,6 +253,8 @@ struct dsidx_info {
 	uint64_t size;			   /* bytes of the index */
 	uint64_t shard_bytes;		   /* sum of shard sizes, saturating */
 	uint64_t member_bytes;		   /* sum of member sizes, saturating */
+	uint32_t nsparse;		   /* sparse members (1.1) */
+	uint32_t nsegments;		   /* their data segments (1.1) */
 };
 
 /* Pointers borrow the index's bytes; strings are not NUL-terminated. */
@@ -236,13 +284,22 @@ struct dsidx_member_view {
 	uint32_t name_len;
 	uint32_t mode;	       /* S_IFREG or S_IFLNK | permissions */
 	uint32_t shard;	       /* DSIDX_NONE for a symlink */
-	uint64_t offset, size; /* data in the shard; 0, 0 for a symlink */
+	uint64_t offset, size; /* data in the shard; 0, 0 for a symlink;
+				  sparse: see below */
 	int64_t mtime;
 	uint32_t mtime_nsec;
 	/* Symlink target, never NULL; link_len 0 for a regular file. A
 	 * symlink's st_size is link_len. */
 	const char *link;
 	uint32_t link_len;
+	/*
+	 * A sparse file (1.1): SIZE is its apparent size (st_size) and its
+	 * bytes are NOT [offset, offset + size) of the shard but the
+	 * segments of dsidx_member_segments(), zeros elsewhere; OFFSET is
+	 * where its stored data begins in the shard. Costs a binary search
+	 * over the sparse members (none in most indexes).
+	 */
+	bool sparse;
 };
 
 enum dsidx_kind { DSIDX_KIND_DIR = 1, DSIDX_KIND_MEMBER = 2 };
@@ -272,6 +329,27 @@ int dsidx_shard(const struct dsidx *x, uint32_t i, struct dsidx_shard_view *v);
 int dsidx_dir(const struct dsidx *x, uint32_t i, struct dsidx_dir_view *v);
 int dsidx_member(const struct dsidx *x, uint32_t i,
 		 struct dsidx_member_view *v);
+
+/*
+ * The segments of sparse member I: 0 and the range [*FIRST, *FIRST + *N)
+ * of the segment table (*N may be 0: all zeros), or -ENOENT when I is not
+ * a sparse member (or out of range). O(log of the sparse members).
+ */
+int dsidx_member_segments(const struct dsidx *x, uint32_t i, uint32_t *first,
+			  uint32_t *n);
+
+/* Segment SEG of the segment table: 0, or -ENOENT out of range. */
+int dsidx_segment(const struct dsidx *x, uint32_t seg,
+		  struct dsidx_segment *out);
+
+/*
+ * For reading sparse member I from file offset OFF: *SEG is the first of
+ * its segments that ends after OFF (offset + length > OFF; it may start
+ * after OFF: the bytes before it are zeros). -ENOENT when none does (the
+ * rest of the file is zeros) or I is not sparse. A binary search.
+ */
+int dsidx_segment_find(const struct dsidx *x, uint32_t i, uint64_t off,
+		       uint32_t *seg);
 
 /* Binary searches. 0 and *IDX, or -ENOENT (also for a bad DIR). */
 int dsidx_find_shard(const struct dsidx *x, const char *key, size_t len,

@@ -59,6 +59,32 @@ static void walk_dirs(const struct dsidx *x)
 	}
 }
 
+/* A sparse member's segments: ascending, disjoint, inside the file and
+ * the shard; segment_find() agrees with them. */
+static void walk_segments(const struct dsidx *x, uint32_t i,
+			  const struct dsidx_member_view *v,
+			  const struct dsidx_shard_view *s)
+{
+	struct dsidx_segment g;
+	uint32_t first, n, seg;
+	uint64_t end = 0;
+
+	if (dsidx_member_segments(x, i, &first, &n))
+		abort();
+	for (uint32_t k = first; k < first + n; k++) {
+		if (dsidx_segment(x, k, &g) || g.length == 0 ||
+		    g.offset < end || g.offset > v->size ||
+		    g.length > v->size - g.offset ||
+		    g.archive_offset > s->size ||
+		    g.length > s->size - g.archive_offset ||
+		    dsidx_segment_find(x, i, g.offset, &seg) || seg != k)
+			abort();
+		end = g.offset + g.length;
+	}
+	if (dsidx_segment_find(x, i, end, &seg) != -ENOENT)
+		abort();
+}
+
 static void walk_members(const struct dsidx *x)
 {
 	const struct dsidx_info *in = dsidx_info(x);
@@ -77,8 +103,11 @@ static void walk_members(const struct dsidx *x)
 			continue;
 		}
 		if ((v.mode & S_IFMT) != S_IFREG || v.link_len ||
-		    dsidx_shard(x, v.shard, &s) || v.offset > s.size ||
-		    v.size > s.size - v.offset)
+		    dsidx_shard(x, v.shard, &s) || v.offset > s.size)
+			abort();
+		if (v.sparse)
+			walk_segments(x, i, &v, &s);
+		else if (v.size > s.size - v.offset)
 			abort();
 	}
 }

@@ -261,6 +261,9 @@ struct ment {
 	uint32_t mode, nsec;
 	int64_t mtime;
 	char *link;
+	bool sparse;
+	uint32_t nsegs;
+	struct dsidx_segment segs[4];
 };
 
 struct model {
@@ -399,8 +402,7 @@ static const char *const names[] = {
     "...",
     ".hidden",
     "a.",
-    "\x01"
-    "ctl",
+    "\001ctl",
     "\xff\xfe",
     "tab\there",
     "n01440764",
@@ -455,6 +457,33 @@ static void tree_shards(struct tree *t, uint32_t n)
 	t->nshards = n;
 }
 
+/* A sparse file: up to 4 segments in a file of up to 1 TiB. */
+static void tree_add_sparse(struct tree *t, struct ment *e)
+{
+	uint64_t at = 0, ss;
+
+	e->sparse = true;
+	e->mode = S_IFREG | 0640;
+	e->shard = rnd(t->nshards);
+	ss = t->sizes[e->shard];
+	e->offset = rnd((uint32_t)ss + 1);
+	e->nsegs = rnd(5);
+	for (uint32_t k = 0; k < e->nsegs; k++) {
+		struct dsidx_segment *g = &e->segs[k];
+
+		g->offset = at + rnd(1u << 30) * (uint64_t)rnd(64);
+		g->length = 1 + rnd((uint32_t)(ss < 4096 ? ss : 4096));
+		g->archive_offset = rnd((uint32_t)(ss - g->length) + 1);
+		at = g->offset + g->length;
+	}
+	e->size = at + rnd(2) * rnd(1u << 20);
+	CHECK_INT(dsidx_builder_add_sparse(t->b, e->path, e->shard, e->offset,
+					   e->size, e->segs, e->nsegs, e->mode,
+					   e->mtime, e->nsec),
+		  0);
+	model_member(&t->m, e);
+}
+
 static void tree_add_member(struct tree *t, const char *path)
 {
 	struct ment e = {.path = (char *)path};
@@ -465,6 +494,9 @@ static void tree_add_member(struct tree *t, const char *path)
 		e.mode = S_IFLNK | 0777;
 		e.shard = DSIDX_NONE;
 		e.link = (char *)(rnd(2) ? "../target" : "日本語/x y");
+	} else if (rnd(10) == 0) {
+		tree_add_sparse(t, &e);
+		return;
 	} else {
 		e.mode = S_IFREG | (rnd(2) ? 0644 : 04755);
 		e.shard = rnd(t->nshards);
@@ -561,6 +593,18 @@ static void verify_member(struct tree *t, struct dsidx *x, const struct ment *e,
 	CHECK_INT(v.link_len, 0);
 	CHECK_INT(v.offset, e->offset);
 	CHECK_INT(v.size, e->size);
+	CHECK_INT(v.sparse, e->sparse);
+	if (e->sparse) {
+		uint32_t first, n;
+		struct dsidx_segment g;
+
+		CHECK_INT(dsidx_member_segments(x, idx, &first, &n), 0);
+		CHECK_INT(n, e->nsegs);
+		for (uint32_t k = 0; k < n && k < e->nsegs; k++) {
+			CHECK_INT(dsidx_segment(x, first + k, &g), 0);
+			CHECK(memcmp(&g, &e->segs[k], sizeof(g)) == 0);
+		}
+	}
 	CHECK_INT(dsidx_shard(x, v.shard, &s), 0);
 	CHECK(s.key_len == strlen(t->keys[e->shard]) &&
 	      memcmp(s.key, t->keys[e->shard], s.key_len) == 0);
@@ -1040,7 +1084,8 @@ static const struct reject rejects[] = {
     R1(HDR, 0, 0, 1, 'X', -EBADMSG, "bad magic"),
     R1(HDR, 0, HF_MAJOR, 2, 2, -EPROTONOSUPPORT, "not supported"),
     R1(HDR, 0, HF_MAJOR, 2, 0, -EPROTONOSUPPORT, "not supported"),
-    R1(HDR, 0, HF_FLAGS, 4, 1, -EPROTONOSUPPORT, "required flags"),
+    R1(HDR, 0, HF_FLAGS, 4, 2, -EPROTONOSUPPORT, "required flags 0x2"),
+    R1(HDR, 0, HF_FLAGS, 4, 1, -EBADMSG, "below 144 with the sparse flag"),
     R1(HDR, 0, HF_FLAGS, 4, 0x8000, -EPROTONOSUPPORT, "required flags"),
     R1(HDR, 0, HF_HLEN, 4, 64, -EBADMSG, "header length"),
     R1(HDR, 0, HF_SHARDS + 12, 4, 8, -EBADMSG, "record length"),
@@ -1292,17 +1337,380 @@ static void test_versions(void)
 	buf_release(&b);
 }
 
+/* ---- sparse members (1.1) --------------------------------------------- */
+
+/* shardfs-index(5): the 1.1 header fields and records. */
+enum { HF_SPARSE = 112, HF_SEGS = 128 };
+enum { XF_MEMBER = 0, XF_FIRST = 4, XF_NSEGS = 8 };
+enum { GF_OFFSET = 0, GF_LENGTH = 8, GF_ARCHIVE = 16 };
+
+static const struct dsidx_segment small_segs[2] = {{0, 100, 200},
+						   {5000, 50, 400}};
+
+/*
+ * Shard s.tar (1000 bytes); members 0 "a" (regular), 1 "b" (sparse,
+ * 10000 bytes, small_segs), 2 "c" (sparse, 4096 zero bytes), 3 "d" (a
+ * hard link to "b"): sparse records for members 1, 2, 3 and 4 segments.
+ */
+static void build_sparse(struct buf *out, bool reverse)
+{
+	struct dsidx_builder *b;
+	uint32_t s;
+
+	buf_init(out, 1 << 20);
+	dsidx_builder_new(NULL, &b);
+	dsidx_builder_add_shard(b, "s.tar", "\"e\"", 1000, &s);
+	if (reverse) {
+		CHECK_INT(dsidx_builder_add_sparse(b, "c", s, 1000, 4096, NULL,
+						   0, S_IFREG | 0600, 5, 6),
+			  0);
+		CHECK_INT(dsidx_builder_add_sparse(b, "d", s, 512, 10000,
+						   small_segs, 2,
+						   S_IFREG | 0644, 3, 4),
+			  0);
+	}
+	CHECK_INT(dsidx_builder_add_member(b, "a", s, 0, 10, S_IFREG | 0644, 1,
+					   2, NULL),
+		  0);
+	CHECK_INT(dsidx_builder_add_sparse(b, "b", s, 512, 10000, small_segs, 2,
+					   S_IFREG | 0644, 3, 4),
+		  0);
+	if (!reverse) {
+		CHECK_INT(dsidx_builder_add_sparse(b, "c", s, 1000, 4096, NULL,
+						   0, S_IFREG | 0600, 5, 6),
+			  0);
+		CHECK_INT(dsidx_builder_add_hardlink(b, "d", "b"), 0);
+	}
+	CHECK_INT(dsidx_builder_finish(b, 7, out), 0);
+	dsidx_builder_free(b);
+}
+
+/* Reads [OFF, OFF + LEN) of sparse member I as a mount would: a letter
+ * per segment byte (its index + 'A'), '0' for holes. */
+static void read_sparse(struct dsidx *x, uint32_t i, uint64_t off, size_t len,
+			char *out)
+{
+	struct dsidx_segment g;
+	uint32_t seg, first, n;
+
+	memset(out, '0', len);
+	if (dsidx_segment_find(x, i, off, &seg) ||
+	    dsidx_member_segments(x, i, &first, &n))
+		return;
+	for (; seg < first + n && dsidx_segment(x, seg, &g) == 0 &&
+	       g.offset < off + len;
+	     seg++) {
+		uint64_t a = g.offset > off ? g.offset : off;
+		uint64_t e = g.offset + g.length;
+
+		if (e > off + len)
+			e = off + len;
+		memset(out + (a - off), 'A' + (int)seg, (size_t)(e - a));
+	}
+}
+
+static void test_sparse(void)
+{
+	struct buf b, r;
+	struct dsidx *x = NULL;
+	struct dsidx_member_view v;
+	struct dsidx_segment g;
+	uint32_t first, n, seg;
+	char got[64];
+
+	build_sparse(&b, false);
+	build_sparse(&r, true);
+	CHECK(b.len == r.len && memcmp(b.data, r.data, b.len) == 0);
+	CHECK_INT(rd((const uint8_t *)b.data + HF_MINOR, 2), 1);
+	CHECK_INT(rd((const uint8_t *)b.data + HF_HLEN, 4), 144);
+	CHECK_INT(rd((const uint8_t *)b.data + HF_FLAGS, 4), DSIDX_FLAG_SPARSE);
+	CHECK_INT(dsidx_open(b.data, b.len, &x, NULL, 0), 0);
+	if (!x)
+		goto out;
+	CHECK_INT(dsidx_info(x)->minor, 1);
+	CHECK_INT(dsidx_info(x)->nsparse, 3);
+	CHECK_INT(dsidx_info(x)->nsegments, 4);
+	CHECK_INT(dsidx_member(x, 0, &v), 0);
+	CHECK(!v.sparse && v.size == 10);
+	CHECK_INT(dsidx_member_segments(x, 0, &first, &n), -ENOENT);
+	CHECK_INT(dsidx_segment_find(x, 0, 0, &seg), -ENOENT);
+	CHECK_INT(dsidx_member(x, 1, &v), 0);
+	CHECK(v.sparse && v.size == 10000 && v.offset == 512 &&
+	      v.mode == (S_IFREG | 0644) && v.shard == 0);
+	CHECK_INT(dsidx_member_segments(x, 1, &first, &n), 0);
+	CHECK(first == 0 && n == 2);
+	CHECK_INT(dsidx_segment(x, 1, &g), 0);
+	CHECK(g.offset == 5000 && g.length == 50 && g.archive_offset == 400);
+	CHECK_INT(dsidx_segment(x, 4, &g), -ENOENT);
+	CHECK_INT(dsidx_member(x, 2, &v), 0);
+	CHECK(v.sparse && v.size == 4096 && v.offset == 1000);
+	CHECK_INT(dsidx_member_segments(x, 2, &first, &n), 0);
+	CHECK_INT(n, 0);
+	CHECK_INT(dsidx_segment_find(x, 2, 0, &seg), -ENOENT);
+	/* the hard link shares its target's segments */
+	CHECK_INT(dsidx_member(x, 3, &v), 0);
+	CHECK(v.sparse && v.size == 10000 && v.mtime == 3);
+	CHECK_INT(dsidx_member_segments(x, 3, &first, &n), 0);
+	CHECK(first == 2 && n == 2);
+	/* segment_find: in a segment, in a hole, past the last one */
+	CHECK_INT(dsidx_segment_find(x, 1, 0, &seg), 0);
+	CHECK_INT(seg, 0);
+	CHECK_INT(dsidx_segment_find(x, 1, 99, &seg), 0);
+	CHECK_INT(seg, 0);
+	CHECK_INT(dsidx_segment_find(x, 1, 100, &seg), 0);
+	CHECK_INT(seg, 1);
+	CHECK_INT(dsidx_segment_find(x, 3, 5049, &seg), 0);
+	CHECK_INT(seg, 3);
+	CHECK_INT(dsidx_segment_find(x, 3, 5050, &seg), -ENOENT);
+	CHECK_INT(dsidx_segment_find(x, 99, 0, &seg), -ENOENT);
+	read_sparse(x, 1, 96, 8, got);
+	CHECK(memcmp(got, "AAAA0000", 8) == 0);
+	read_sparse(x, 3, 4996, 8, got);
+	CHECK(memcmp(got, "0000DDDD", 8) == 0);
+out:
+	dsidx_free(x);
+	buf_release(&b);
+	buf_release(&r);
+}
+
+/* Sparse adds shadow and are shadowed like any member. */
+static void test_sparse_shadow(void)
+{
+	struct dsidx_builder *b;
+	struct buf out;
+	struct dsidx *x;
+	uint32_t s;
+
+	dsidx_builder_new(NULL, &b);
+	dsidx_builder_add_shard(b, "s.tar", NULL, 1000, &s);
+	dsidx_builder_add_sparse(b, "p", s, 0, 5000, small_segs, 1, S_IFREG, 0,
+				 0);
+	dsidx_builder_add_member(b, "p", s, 1, 1, S_IFREG | 0644, 0, 0, NULL);
+	dsidx_builder_add_member(b, "q", s, 1, 1, S_IFREG | 0644, 0, 0, NULL);
+	dsidx_builder_add_sparse(b, "q", s, 0, 5000, small_segs, 1, S_IFREG, 0,
+				 0);
+	x = finish_open(b, &out);
+	CHECK_INT(dsidx_builder_shadowed(b), 2);
+	CHECK(!member_at(x, "p").sparse && member_at(x, "p").size == 1);
+	CHECK(member_at(x, "q").sparse && member_at(x, "q").size == 5000);
+	CHECK_INT(dsidx_info(x)->nsparse, 1);
+	CHECK_INT(dsidx_info(x)->nsegments, 1);
+	dsidx_free(x);
+	buf_release(&out);
+	dsidx_builder_free(b);
+	/* all sparse adds shadowed: the index is 1.0 again */
+	dsidx_builder_new(NULL, &b);
+	dsidx_builder_add_shard(b, "s.tar", NULL, 1000, &s);
+	dsidx_builder_add_sparse(b, "p", s, 0, 5000, small_segs, 1, S_IFREG, 0,
+				 0);
+	dsidx_builder_add_member(b, "p", s, 1, 1, S_IFREG | 0644, 0, 0, NULL);
+	x = finish_open(b, &out);
+	CHECK_INT(dsidx_info(x)->minor, 0);
+	CHECK_INT(dsidx_info(x)->flags, 0);
+	CHECK_INT(rd((const uint8_t *)out.data + HF_HLEN, 4), 112);
+	dsidx_free(x);
+	buf_release(&out);
+	dsidx_builder_free(b);
+}
+
+static void test_sparse_rejects(void)
+{
+	static const struct {
+		struct dsidx_segment g[2];
+		uint32_t n;
+		uint64_t size, data_off;
+		uint32_t mode;
+		int rc;
+	} rows[] = {
+	    {{{0, 0, 0}}, 1, 100, 0, S_IFREG, -EINVAL},		     /* empty */
+	    {{{0, 10, 0}, {5, 10, 0}}, 2, 100, 0, S_IFREG, -EINVAL}, /* overlap
+								      */
+	    {{{50, 10, 0}, {0, 10, 0}}, 2, 100, 0, S_IFREG, -EINVAL}, /* order
+								       */
+	    {{{95, 10, 0}}, 1, 100, 0, S_IFREG, -EINVAL},  /* past size */
+	    {{{0, 10, 995}}, 1, 100, 0, S_IFREG, -EINVAL}, /* past shard */
+	    {{{UINT64_MAX, 2, 0}}, 1, UINT64_MAX, 0, S_IFREG, -EINVAL},
+	    {{{0, 10, 0}}, 1, 100, 1001, S_IFREG, -EINVAL}, /* data offset */
+	    {{{0, 10, 0}}, 1, 100, 0, S_IFLNK | 0777, -EINVAL},
+	    {{{0, 10, 0}}, 1, 100, 0, 0644, -EINVAL},
+	    {{{0, 10, 0}, {10, 10, 0}}, 2, 20, 1000, S_IFREG | 07777, 0},
+	};
+	struct dsidx_builder *b;
+	struct buf out;
+	uint32_t s;
+
+	dsidx_builder_new(NULL, &b);
+	dsidx_builder_add_shard(b, "s.tar", NULL, 1000, &s);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		CHECK_INT(dsidx_builder_add_sparse(
+			      b, "f", s, rows[i].data_off, rows[i].size,
+			      rows[i].g, rows[i].n, rows[i].mode, 0, 0),
+			  rows[i].rc);
+	CHECK_INT(
+	    dsidx_builder_add_sparse(b, "f", 9, 0, 1, NULL, 0, S_IFREG, 0, 0),
+	    -EINVAL);
+	CHECK_INT(
+	    dsidx_builder_add_sparse(b, "f", s, 0, 1, NULL, 1, S_IFREG, 0, 0),
+	    -EINVAL);
+	CHECK_INT(dsidx_builder_add_sparse(b, "f", s, 0, 1, NULL, 0, S_IFREG, 0,
+					   1000000000),
+		  -EINVAL);
+	CHECK_INT(
+	    dsidx_builder_add_sparse(b, "/f", s, 0, 1, NULL, 0, S_IFREG, 0, 0),
+	    -EINVAL);
+	buf_init(&out, 1 << 20);
+	CHECK_INT(dsidx_builder_finish(b, 0, &out), 0);
+	CHECK_INT(
+	    dsidx_builder_add_sparse(b, "g", s, 0, 1, NULL, 0, S_IFREG, 0, 0),
+	    -EINVAL);
+	CHECK_INT(open_copy(out.data, out.len, NULL, 0), 0);
+	dsidx_builder_free(b);
+	buf_release(&out);
+}
+
+/* One patch of the sparse index: header, member, sparse or segment. */
+enum sp_where { SP_HDR, SP_MEM, SP_XREC, SP_SEG };
+#define V_TOTAL (UINT64_MAX - 1) /* the file's length */
+#define V_SHOFF (UINT64_MAX - 2) /* shard_off */
+
+static const struct {
+	enum sp_where where;
+	uint32_t idx, field;
+	int width;
+	uint64_t value;
+	int rc;
+	const char *msg;
+} sp_rejects[] = {
+    {SP_HDR, 0, HF_FLAGS, 4, 3, -EPROTONOSUPPORT, "required flags 0x2"},
+    {SP_HDR, 0, HF_FLAGS, 4, 0, -EBADMSG, "member 1: data past the end"},
+    {SP_HDR, 0, HF_SPARSE + 12, 4, 8, -EBADMSG, "sparse record length"},
+    {SP_HDR, 0, HF_SEGS + 12, 4, 16, -EBADMSG, "segment record length"},
+    {SP_HDR, 0, HF_SEGS, 8, V_TOTAL, -EBADMSG, "segment table outside"},
+    {SP_HDR, 0, HF_SPARSE + 8, 4, 0xffffff, -EBADMSG, "outside"},
+    {SP_HDR, 0, HF_SEGS, 8, V_SHOFF, -EBADMSG, "overlap"},
+    {SP_HDR, 0, HF_SEGS + 8, 4, 3, -EBADMSG, "sparse 2: segments out of"},
+    {SP_HDR, 0, HF_SPARSE + 8, 4, 2, -EBADMSG, "do not cover"},
+    {SP_XREC, 1, XF_MEMBER, 4, 1, -EBADMSG, "sparse 1: members unsorted"},
+    {SP_XREC, 2, XF_MEMBER, 4, 9, -EBADMSG, "sparse 2: member 9 out of"},
+    {SP_XREC, 1, XF_FIRST, 4, 1, -EBADMSG, "sparse 1: segment range not"},
+    {SP_XREC, 1, XF_NSEGS, 4, 1, -EBADMSG, "sparse 2: segment range not"},
+    {SP_XREC, 2, XF_NSEGS, 4, 3, -EBADMSG, "sparse 2: segments out of"},
+    {SP_XREC, 0, XF_MEMBER, 4, 0, -EBADMSG, "member 0: bad sparse segment 0"},
+    {SP_SEG, 1, GF_OFFSET, 8, 50, -EBADMSG, "member 1: bad sparse segment 1"},
+    {SP_SEG, 0, GF_LENGTH, 8, 0, -EBADMSG, "bad sparse segment 0"},
+    {SP_SEG, 3, GF_OFFSET, 8, 9990, -EBADMSG, "member 3: bad sparse segment 3"},
+    {SP_SEG, 2, GF_ARCHIVE, 8, 950, -EBADMSG, "member 3: bad sparse segment"},
+    {SP_SEG, 2, GF_LENGTH, 8, UINT64_MAX, -EBADMSG, "bad sparse segment 2"},
+    {SP_MEM, 1, MF_OFFSET, 8, 1001, -EBADMSG, "member 1: data past the end"},
+    {SP_MEM, 2, MF_SIZE, 8, 1, -EBADMSG, ""}, /* fine: no segments */
+    {SP_MEM, 1, MF_SIZE, 8, 5049, -EBADMSG, "member 1: bad sparse segment 1"},
+    {SP_MEM, 1, MF_LINK_LEN, 2, 1, -EBADMSG, "link target"},
+};
+
+static void test_sparse_reject_fields(void)
+{
+	static const int tabs[] = {
+	    [SP_MEM] = HF_MEMBERS, [SP_XREC] = HF_SPARSE, [SP_SEG] = HF_SEGS};
+	static const int lens[] = {
+	    [SP_MEM] = 48, [SP_XREC] = 16, [SP_SEG] = 24};
+	struct buf b;
+	char err[256];
+
+	build_sparse(&b, false);
+	for (size_t i = 0; i < sizeof(sp_rejects) / sizeof(sp_rejects[0]);
+	     i++) {
+		uint8_t *c = malloc(b.len);
+		size_t off = sp_rejects[i].field;
+		uint64_t v = sp_rejects[i].value;
+		int rc, want = sp_rejects[i].rc;
+
+		memcpy(c, b.data, b.len);
+		if (sp_rejects[i].where != SP_HDR)
+			off += sec(&b, tabs[sp_rejects[i].where]) +
+			       (size_t)sp_rejects[i].idx *
+				   lens[sp_rejects[i].where];
+		if (v == V_TOTAL)
+			v = b.len;
+		else if (v == V_SHOFF)
+			v = sec(&b, HF_SHARDS);
+		wr(c + off, sp_rejects[i].width, v);
+		dsidx_reseal(c, b.len);
+		err[0] = '\0';
+		rc = open_copy(c, b.len, err, sizeof(err));
+		free(c);
+		if (!sp_rejects[i].msg[0])
+			want = 0; /* a change that is still valid */
+		CHECK_INT(rc, want);
+		CHECK(strstr(err, sp_rejects[i].msg) != NULL);
+		if (rc != want || !strstr(err, sp_rejects[i].msg))
+			fprintf(
+			    stderr,
+			    "  sparse row %zu: got %d \"%s\", want \"%s\"\n", i,
+			    rc, err, sp_rejects[i].msg);
+	}
+	buf_release(&b);
+}
+
+/*
+ * What a newer minor may do to the 1.1 tables: longer records, moved to
+ * the end of the file (the old ones become a gap).
+ */
+static void test_sparse_versions(void)
+{
+	struct buf b, w;
+	struct dsidx *x = NULL, *y = NULL;
+	char err[256] = "", got[8];
+	static const int tabs[2] = {HF_SPARSE, HF_SEGS};
+	uint8_t *q;
+
+	build_sparse(&b, false);
+	buf_init(&w, 1 << 20);
+	buf_append(&w, b.data, b.len);
+	for (int t = 0; t < 2; t++) {
+		const uint8_t *p = (const uint8_t *)b.data;
+		uint32_t n = (uint32_t)rd(p + tabs[t] + 8, 4);
+		uint32_t rl = (uint32_t)rd(p + tabs[t] + 12, 4);
+
+		wr((uint8_t *)w.data + tabs[t], 8, w.len);
+		wr((uint8_t *)w.data + tabs[t] + 12, 4, rl + 8);
+		for (uint32_t i = 0; i < n; i++) {
+			buf_append(&w, p + sec(&b, tabs[t]) + (size_t)i * rl,
+				   rl);
+			buf_append(&w, "\x5a\x5a\x5a\x5a\x5a\x5a\x5a\x5a", 8);
+		}
+	}
+	q = (uint8_t *)w.data;
+	wr(q + HF_MINOR, 2, 9);
+	wr(q + HF_TOTAL, 8, w.len);
+	dsidx_reseal(q, w.len);
+	CHECK_INT(dsidx_open(b.data, b.len, &x, NULL, 0), 0);
+	CHECK_INT(dsidx_open(w.data, w.len, &y, err, sizeof(err)), 0);
+	if (x && y) {
+		same_views(x, y);
+		CHECK_INT(dsidx_info(y)->nsegments, 4);
+		read_sparse(y, 3, 4996, 8, got);
+		CHECK(memcmp(got, "0000DDDD", 8) == 0);
+	} else {
+		fprintf(stderr, "sparse widened: %s\n", err);
+	}
+	dsidx_free(x);
+	dsidx_free(y);
+	buf_release(&w);
+	buf_release(&b);
+}
+
 /* Every truncation and every single-bit flip of small indexes fails. */
 static void test_damage(void)
 {
-	struct buf bufs[2];
+	struct buf bufs[3];
 	char err[256];
 	uint64_t accepted = 0, msgless = 0;
 
 	build_small(&bufs[0]);
 	buf_init(&bufs[1], 1 << 20);
 	build_example(&bufs[1]);
-	for (int k = 0; k < 2; k++) {
+	build_sparse(&bufs[2], false);
+	for (int k = 0; k < 3; k++) {
 		const struct buf *b = &bufs[k];
 		uint8_t *c = malloc(b->len);
 
@@ -1339,6 +1747,11 @@ int main(void)
 	test_deep();
 	test_reject_fields();
 	test_versions();
+	test_sparse();
+	test_sparse_shadow();
+	test_sparse_rejects();
+	test_sparse_reject_fields();
+	test_sparse_versions();
 	test_damage();
 	return check_summary("test_dsidx");
 }
