@@ -8,16 +8,23 @@
  * no I/O of its own.
  *
  * What the kernel sees:
- *  - files 0444, directories 0555 (nlink 1: "unknown", so no tool infers
- *    a count of subdirectories), owned by CONF->uid / CONF->gid; mtimes
- *    from the listing, the mount time for directories;
+ *  - files 0444, directories 0555, symlinks 0777 (members of a tar
+ *    shard or a dataset index; readlink gives the target as stored);
+ *    nlink 1 ("unknown", so no tool infers a count of subdirectories);
+ *    owned by CONF->uid / CONF->gid; mtimes from the listing or the
+ *    index, the mount time for listed directories;
  *  - entry, attribute and negative-entry timeouts of CONF->timeout
- *    seconds; FOPEN_KEEP_CACHE; readdirplus; asynchronous reads; no
+ *    seconds, but attribute timeout 0 for generated control files (the
+ *    kernel then asks again, and drops its cached pages, at every
+ *    read(2)); FOPEN_KEEP_CACHE; readdirplus; asynchronous reads; no
  *    splice; with the kernel's no-open support (FUSE_CAP_NO_OPEN_SUPPORT)
  *    open answers ENOSYS once and the kernel stops sending open/release;
  *  - reads are answered from rd's completion (the store's thread): no
- *    FUSE worker waits for the network on a read; a failed read replies
- *    EIO and logs one line with the key and the cause;
+ *    FUSE worker waits for the network on a read (a tar member is a
+ *    range of its shard, a sparse member several, zeros between); a
+ *    failed read replies EIO and logs one line with the key and the
+ *    cause, except a member whose shard changed (-ESTALE), which is
+ *    logged once per shard (ns_log_shard_changed());
  *  - every write operation replies EROFS (the mount is also read-only);
  *    getxattr/listxattr reply ENOSYS (the kernel then stops asking).
  *

@@ -9,6 +9,14 @@
  * flight. A later issue grows this module into the cache (fetch sizing,
  * neighbours, whole-shard mode) behind the same small API.
  *
+ * A file need not be a whole object: rd_read_segs() reads a file whose
+ * bytes are segments of an object (a tar member is one segment of its
+ * shard; a sparse member several, with zeros between them). A read that
+ * spans several segments is served by one get_range() per run of
+ * segments that are contiguous in the object (a sparse tar stores its
+ * segments back to back, so that is usually one), and the answer is
+ * assembled, with the holes zeroed, before DONE is called.
+ *
  * Threading: rd_read() may be called from any thread and never blocks on
  * the store; DONE runs on the store's completion thread (or on the
  * caller's thread before rd_read() returns, for an empty read or a store
@@ -27,9 +35,21 @@ struct rd_conf {
 	struct store *store; /* borrowed; must outlive the rd */
 };
 
+/*
+ * One data segment of a file: the file's bytes [file_off, file_off + len)
+ * are the object's bytes [obj_off, obj_off + len).
+ */
+struct rd_seg {
+	uint64_t file_off;
+	uint64_t len;
+	uint64_t obj_off;
+};
+
 /* Counters, for tests and the statistics of a mount. */
 struct rd_stats {
-	uint64_t reads;	   /* rd_read() calls */
+	uint64_t reads;	   /* rd_read() and rd_read_segs() calls */
+	uint64_t served;   /* reads answered with data (0 bytes included) */
+	uint64_t bytes_served; /* bytes handed to readers */
 	uint64_t requests; /* get_range() calls made */
 	uint64_t joined;   /* reads answered by another read's request */
 	uint64_t errors;   /* reads answered with an error */
@@ -64,6 +84,20 @@ void rd_free(struct rd *rd);
  */
 void rd_read(struct rd *rd, const char *key, const char *etag, uint64_t off,
 	     size_t size, uint64_t file_size, rd_done_fn *done, void *arg);
+
+/*
+ * Reads up to SIZE bytes at OFF of a file of FILE_SIZE bytes whose data
+ * is the NSEGS segments SEGS of object KEY (ascending by file_off, not
+ * overlapping, inside [0, FILE_SIZE)); the file's bytes outside every
+ * segment are zeros. SEGS may describe the whole file or only the part
+ * around [OFF, OFF + SIZE) (segments outside it are ignored); it is
+ * borrowed for the call only, KEY and ETAG are copied. Clamping, ETag
+ * and DONE as rd_read(); an error of any of the requests fails the whole
+ * read (the first error is reported), never a partial answer.
+ */
+void rd_read_segs(struct rd *rd, const char *key, const char *etag,
+		  const struct rd_seg *segs, size_t nsegs, uint64_t file_size,
+		  uint64_t off, size_t size, rd_done_fn *done, void *arg);
 
 void rd_get_stats(struct rd *rd, struct rd_stats *out);
 

@@ -38,6 +38,26 @@ struct store_listing {
 	size_t n;
 };
 
+/*
+ * Request counters of a store, for the statistics of a mount (stats op).
+ * Requests are counted when they complete; retries are extra attempts of
+ * a request, not requests.
+ */
+struct store_stats {
+	uint64_t gets;	    /* object reads: ranged GETs and get_object */
+	uint64_t lists;	    /* LIST pages (S3) or directory listings */
+	uint64_t heads;
+	uint64_t puts;
+	uint64_t others;    /* anything else (multipart, deletes, ...) */
+	uint64_t retries;   /* attempts beyond the first */
+	uint64_t errors;    /* requests that completed with an error */
+	uint64_t bytes_in;  /* response body bytes received */
+	uint64_t bytes_out; /* request body bytes sent */
+	uint64_t in_flight; /* requests on the wire now */
+	uint64_t queued;    /* requests waiting for a connection */
+	uint64_t connects;  /* connections opened */
+};
+
 void store_listing_release(struct store_listing *l);
 void store_entry_release(struct store_entry *e);
 
@@ -50,6 +70,20 @@ void store_entry_release(struct store_entry *e);
  */
 typedef void store_done_fn(void *arg, int err, char *data, size_t len,
 			   const char *msg);
+
+/*
+ * Writing objects asynchronously and in parts (shardfs pack).
+ *
+ * Completion of put_async() and upload_part(): ERR is 0 or a negative
+ * errno, MSG a one-line cause on error (borrowed for the call) or NULL.
+ * Called exactly once, on a thread of the store's choosing (the engine's
+ * I/O thread for S3; the caller's own thread, before the call returns,
+ * for the local store). Must not block.
+ */
+typedef void store_put_done_fn(void *arg, int err, const char *msg);
+
+/* One object being written in parts (opaque, per store). */
+struct store_upload;
 
 struct store_ops {
 	/*
@@ -77,6 +111,21 @@ struct store_ops {
 	/* Writes a whole object (used by pack and index). Blocking. */
 	int (*put)(struct store *s, const char *key, const void *data,
 		   size_t len, char *msg, size_t msglen);
+	/*
+	 * Reads the whole object KEY with one request (a GET without Range
+	 * for S3), blocking, into *DATA (LEN bytes, NUL-terminated, caller
+	 * frees). An object larger than CAP bytes is -E2BIG. -ENOENT when
+	 * KEY does not exist (S3 NoSuchKey); a missing bucket is -ENXIO
+	 * (S3 NoSuchBucket), never -ENOENT. Other errors as list(). MSG
+	 * (may be NULL) receives a message on error.
+	 */
+	int (*get_object)(struct store *s, const char *key, size_t cap,
+			  char **data, size_t *len, char *msg, size_t msglen);
+	/*
+	 * Fills *OUT with the store's request counters (a snapshot). May
+	 * be NULL in stores without counters (test fakes).
+	 */
+	void (*stats)(struct store *s, struct store_stats *out);
 	/* A short description for logs: "s3://bucket/prefix" or a path. */
 	const char *(*describe)(struct store *s);
 	/*
@@ -85,6 +134,48 @@ struct store_ops {
 	 * "file://" and the real path of the root for a directory.
 	 */
 	const char *(*cache_id)(struct store *s);
+	/*
+	 * Writing (shardfs pack). Optional: NULL in stores that cannot
+	 * write. DATA is borrowed until DONE is called.
+	 *
+	 * put_async(): writes the whole object KEY (LEN bytes). 0 when
+	 * accepted (DONE will be called) or a negative errno (it will not).
+	 *
+	 * upload_begin(): starts writing KEY in parts (S3: a multipart
+	 * upload). Blocking. Nothing is visible at KEY until
+	 * upload_complete(). *OUT is freed by upload_complete() on success
+	 * or by upload_abort().
+	 *
+	 * upload_part(): part NUMBER (1..10000, each number once, any order,
+	 * several in flight at once) holds the LEN bytes at OFFSET of the
+	 * object (S3 ignores OFFSET; parts but the last must be >= 5 MiB).
+	 * Asynchronous like put_async(). The store retries as it does any
+	 * request; a failed DONE means the part is lost.
+	 *
+	 * upload_complete(): once every part's DONE reported success, makes
+	 * the object parts 1..NPARTS, in order. Blocking. On failure the
+	 * upload still exists: call upload_abort().
+	 *
+	 * upload_abort(): discards the upload and every part it stored, so
+	 * nothing is left behind, and frees U. Blocking; call it only when
+	 * no part is in flight. 0, or a negative errno with MSG when the
+	 * store could not confirm it (parts may then remain).
+	 *
+	 * del(): deletes KEY; an absent KEY is not an error. Blocking.
+	 */
+	int (*put_async)(struct store *s, const char *key, const void *data,
+			 size_t len, store_put_done_fn *done, void *arg);
+	int (*upload_begin)(struct store *s, const char *key,
+			    struct store_upload **out, char *msg,
+			    size_t msglen);
+	int (*upload_part)(struct store *s, struct store_upload *u,
+			   uint32_t number, uint64_t offset, const void *data,
+			   size_t len, store_put_done_fn *done, void *arg);
+	int (*upload_complete)(struct store *s, struct store_upload *u,
+			       uint32_t nparts, char *msg, size_t msglen);
+	int (*upload_abort)(struct store *s, struct store_upload *u,
+			    char *msg, size_t msglen);
+	int (*del)(struct store *s, const char *key, char *msg, size_t msglen);
 	void (*free)(struct store *s);
 };
 

@@ -22,6 +22,10 @@
  *    rewritten in place is detected through IF_MATCH (-ESTALE).
  *  - put(KEY): written to a temporary file in the key's directory, then
  *    renamed over KEY; missing parent directories are created (0755).
+ *  - put_async(), upload_*() (pack): done inline, on the caller's thread.
+ *    An upload is a temporary file next to KEY, renamed over KEY by
+ *    upload_complete(); parts are written at their offsets, and parts
+ *    that are all zeros are left as holes. del() unlinks KEY.
  *
  * Confinement: keys are resolved with openat() relative to a descriptor
  * of the root, and a key that starts with '/', that has a ".." component,

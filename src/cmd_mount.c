@@ -5,9 +5,12 @@
  * The parent parses the options and checks the mount point (exists, is a
  * directory, is empty, is not already a mount point). Then, unless
  * --foreground, it forks: the child becomes the daemon (new session),
- * opens the store, lists the root (so that wrong credentials, an unknown
- * bucket or an endpoint that is down fail before anything is mounted),
- * mounts, and only then reports success through a pipe; the parent exits
+ * opens the store, GETs the dataset index (shardfs.idx at the root of
+ * SOURCE; unless --ignore-index) and, when there is none, lists the root
+ * (either request makes wrong credentials, an unknown bucket or an
+ * endpoint that is down fail before anything is mounted; an index that
+ * does not verify fails the mount too), mounts, and only then reports
+ * success through a pipe; the parent exits
  * 0 on that report and 1 otherwise (the child printed the cause on the
  * inherited stderr and exited, leaving nothing mounted). Engine threads
  * are only ever created in the child, after fork().
@@ -44,16 +47,23 @@
 
 #include "cli.h"
 #include "cmd.h"
+#include "dsidx.h"
 #include "fsops.h"
 #include "log.h"
 #include "ns.h"
 #include "rd.h"
+#include "shardcache.h"
+#include "stats.h"
 
 
 #define MOUNT_DEFAULT_TIMEOUT 86400.0 /* one day: datasets are immutable */
 
 enum {
 	OPT_METADATA_TTL = CLI_OPT_END,
+	OPT_TAR,
+	OPT_IGNORE_INDEX,
+	OPT_CACHE_DIR,
+	OPT_NO_INDEX_CACHE,
 };
 
 struct mount_cfg {
@@ -65,12 +75,18 @@ struct mount_cfg {
 	uid_t uid;
 	gid_t gid;
 	unsigned max_read;
-	char *fuse_opts; /* owned: user -o options for libfuse */
+	char *fuse_opts;	/* owned: user -o options for libfuse */
+	bool tar_files;		/* --tar=file */
+	bool ignore_index;	/* --ignore-index */
+	const char *cache_dir;	/* --cache-dir, borrowed from argv */
+	bool no_index_cache;	/* --no-index-cache */
 };
 
 /* What a running mount owns; released in reverse order. */
 struct mount_rt {
 	struct store *store;
+	struct shardcache *cache; /* shard-index cache, or NULL */
+	struct stats_src stats;	  /* what .shardfs/stats reads */
 	struct ns *ns;
 	struct rd *rd;
 	struct fsops *fs;
@@ -81,6 +97,10 @@ struct mount_rt {
 static const struct option mount_longopts[] = {
     {"foreground", no_argument, NULL, 'f'},
     {"metadata-ttl", required_argument, NULL, OPT_METADATA_TTL},
+    {"tar", required_argument, NULL, OPT_TAR},
+    {"ignore-index", no_argument, NULL, OPT_IGNORE_INDEX},
+    {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+    {"no-index-cache", no_argument, NULL, OPT_NO_INDEX_CACHE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -91,9 +111,10 @@ static void usage(FILE *f)
 		"usage: shardfs mount [OPTIONS] SOURCE MOUNTPOINT\n\n"
 		"Mounts SOURCE (s3://BUCKET[/PREFIX], file://DIR or a "
 		"directory) read-only on\nMOUNTPOINT, an existing empty "
-		"directory. SOURCE is listed first: when that\nfails, nothing "
-		"is mounted. Returns once the mount is live; the daemon runs\n"
-		"until 'shardfs umount MOUNTPOINT' (or SIGTERM/SIGINT, which "
+		"directory. SOURCE is checked first (its dataset\nindex read, "
+		"or its root listed): when that fails, nothing is mounted. "
+		"Returns\nonce the mount is live; the daemon runs until "
+		"'shardfs umount MOUNTPOINT' (or\nSIGTERM/SIGINT, which "
 		"unmount).\n\n"
 		"Mount options:\n"
 		"  -f, --foreground         stay in the foreground, log to "
@@ -109,7 +130,27 @@ static void usage(FILE *f)
 		"  --metadata-ttl SECONDS   relist a directory after SECONDS "
 		"(default: never;\n"
 		"                           datasets are assumed immutable)\n"
+		"  --tar=dir|file           without a dataset index, show each "
+		"*.tar object as a\n"
+		"                           directory of its members (dir, the "
+		"default) or as\n"
+		"                           a plain file (file)\n"
+		"  --ignore-index           do not read SOURCE/shardfs.idx; list "
+		"SOURCE instead\n"
+		"  --cache-dir DIR          where tar shard indexes are cached "
+		"(default:\n"
+		"                           $XDG_CACHE_HOME/shardfs/shards, "
+		"else\n"
+		"                           ~/.cache/shardfs/shards)\n"
+		"  --no-index-cache         scan every tar shard on first use, "
+		"cache nothing\n"
 		"  -h, --help               show this help\n\n"
+		"When SOURCE holds a dataset index (shardfs.idx, written by "
+		"'shardfs pack' or\n'shardfs index'), the mount shows the tree "
+		"it lists with one GET, no listing;\nan index that does not "
+		"verify fails the mount (see --ignore-index).\n"
+		"The directory .shardfs/ (never listed) holds 'version' and "
+		"'stats' (JSON).\n\n"
 		"Once daemonised, log lines go to --log-file FILE, or else to "
 		"syslog.\n\n%s",
 		cli_common_help);
@@ -229,6 +270,29 @@ static int parse_args(struct mount_cfg *m, int argc, char **argv)
 			m->metadata_ttl = (unsigned)v;
 			break;
 		}
+		case OPT_TAR:
+			if (strcmp(optarg, "dir") == 0 ||
+			    strcmp(optarg, "file") == 0)
+				m->tar_files = optarg[0] == 'f';
+			else
+				rc = cli_usage_error("mount",
+						     "--tar wants dir or "
+						     "file, not '%s'",
+						     optarg);
+			break;
+		case OPT_IGNORE_INDEX:
+			m->ignore_index = true;
+			break;
+		case OPT_CACHE_DIR:
+			if (!*optarg)
+				rc = cli_usage_error("mount", "--cache-dir "
+							      "wants a "
+							      "directory");
+			m->cache_dir = optarg;
+			break;
+		case OPT_NO_INDEX_CACHE:
+			m->no_index_cache = true;
+			break;
 		default:
 			c = cli_common_opt(&m->common, c, optarg);
 			if (c == 0)
@@ -375,7 +439,95 @@ static void fuse_log_bridge(enum fuse_log_level level, const char *fmt,
 	line[0] = '\0';
 }
 
-/* Opens the store, lists the root, builds ns, rd and fsops. 0 or 1. */
+/* ns_index_shard_fn over the shard scanner and its disk cache. */
+static int index_shard(void *arg, const char *key, uint64_t size,
+		       const char *etag, struct buf *out,
+		       struct ns_shard_info *info, char *msg, size_t msglen)
+{
+	struct mount_rt *rt = arg;
+	struct shard_scan_result res;
+	bool from_cache = false;
+	int rc;
+
+	memset(&res, 0, sizeof(res));
+	rc = shard_index_cached(rt->store, rt->cache, key, size, etag, out,
+				&res, &from_cache, msg, msglen);
+	info->damaged = res.damaged;
+	snprintf(info->damage, sizeof(info->damage), "%s", res.damage);
+	info->from_cache = from_cache;
+	return rc;
+}
+
+/*
+ * Reads the dataset index at the root of the source into *IDX (left
+ * empty when there is none). 0, or 1 when the mount must fail (printed).
+ */
+static int load_index(struct mount_cfg *m, struct mount_rt *rt,
+		      struct ns_index *idx)
+{
+	struct store *st = rt->store;
+	char msg[512] = "", err[256] = "";
+	int rc;
+
+	memset(idx, 0, sizeof(*idx));
+	if (m->ignore_index)
+		return 0;
+	if (!st->ops->get_object)
+		return 0;
+	rc = st->ops->get_object(st, DSIDX_OBJECT_NAME, DSIDX_SUGGESTED_CAP,
+				 &idx->bytes, &idx->len, msg, sizeof(msg));
+	if (rc == -ENOENT)
+		return 0; /* no index: list the source */
+	if (rc == 0) {
+		rc = dsidx_open(idx->bytes, idx->len, &idx->x, err,
+				sizeof(err));
+		if (rc == 0) {
+			log_info("dataset index %s of %s: %" PRIu32
+				 " members in %" PRIu32 " shards",
+				 DSIDX_OBJECT_NAME, st->ops->describe(st),
+				 dsidx_info(idx->x)->nmembers,
+				 dsidx_info(idx->x)->nshards);
+			return 0;
+		}
+		free(idx->bytes);
+		memset(idx, 0, sizeof(*idx));
+		fprintf(stderr,
+			"shardfs mount: %s of %s is not a valid dataset index "
+			"(%s); --ignore-index mounts without it\n",
+			DSIDX_OBJECT_NAME, st->ops->describe(st),
+			err[0] ? err : strerror(-rc));
+		return 1;
+	}
+	if (msg[0])
+		fprintf(stderr, "shardfs mount: %s\n", msg);
+	else
+		fprintf(stderr, "shardfs mount: %s of %s: %s\n",
+			DSIDX_OBJECT_NAME, st->ops->describe(st),
+			strerror(-rc));
+	return 1;
+}
+
+/* Opens the shard-index cache for listing mode. 0 or 1 (printed). */
+static int open_cache(struct mount_cfg *m, struct mount_rt *rt)
+{
+	char msg[512] = "";
+
+	if (m->tar_files || m->no_index_cache)
+		return 0;
+	if (shardcache_open(m->cache_dir, &rt->cache, msg, sizeof(msg)) == 0)
+		return 0;
+	if (m->cache_dir) {
+		fprintf(stderr, "shardfs mount: --cache-dir: %s\n", msg);
+		return 1;
+	}
+	log_warn("no shard index cache (%s): tar shards are scanned at "
+		 "every mount",
+		 msg);
+	return 0;
+}
+
+/* Opens the store, reads the dataset index or lists the root, builds ns,
+ * rd and fsops. 0 or 1. */
 static int rt_open(struct mount_cfg *m, struct mount_rt *rt)
 {
 	struct ns_conf nc = {0};
@@ -383,12 +535,24 @@ static int rt_open(struct mount_cfg *m, struct mount_rt *rt)
 	char msg[512] = "";
 	int rc;
 
+	rt->stats.started_ns = stats_now_ns();
 	if (cli_open_store(&m->common, m->source, &rt->store) < 0)
+		return 1;
+	rt->stats.store = rt->store;
+	if (load_index(m, rt, &nc.index) != 0)
+		return 1;
+	if (!nc.index.x && open_cache(m, rt) != 0)
 		return 1;
 	nc.store = rt->store;
 	nc.metadata_ttl = m->metadata_ttl;
+	nc.tar_dirs = !m->tar_files;
+	nc.index_shard = index_shard;
+	nc.index_arg = rt;
+	nc.stats_fn = stats_ns_gen;
+	nc.stats_arg = &rt->stats;
 	if (ns_new(&nc, &rt->ns) < 0)
 		return 1;
+	rt->stats.ns = rt->ns;
 	rc = ns_prime(rt->ns, msg, sizeof(msg));
 	if (rc < 0) {
 		/* The store's message names the source, as in shardfs ls. */
@@ -402,6 +566,7 @@ static int rt_open(struct mount_cfg *m, struct mount_rt *rt)
 	struct rd_conf rc_conf = {.store = rt->store};
 	if (rd_new(&rc_conf, &rt->rd) < 0)
 		return 1;
+	rt->stats.rd = rt->rd;
 	fc.ns = rt->ns;
 	fc.rd = rt->rd;
 	fc.uid = m->uid;
@@ -429,6 +594,7 @@ static void rt_close(struct mount_rt *rt)
 	fsops_free(rt->fs);
 	rd_free(rt->rd);
 	ns_free(rt->ns);
+	shardcache_close(rt->cache);
 	store_free(rt->store);
 	if (rt->ctl >= 0)
 		close(rt->ctl);

@@ -9,7 +9,16 @@
  * readdirplus entries) is preceded by ns_lookup(), which counts it; when
  * the reply cannot be delivered the count is taken back with ns_forget().
  *
- * Threading: see fsops.h. No lock of its own.
+ * Files are objects, tar members (a range of their shard, or segments of
+ * it for sparse members) or control files (from memory); symlinks come
+ * from an index and answer readlink.
+ *
+ * Open directories: fi->fh is a struct fsops_dir, also kept on fs->dirs,
+ * because the kernel sends no RELEASEDIR for directories still open when
+ * the session ends (unmount, SIGTERM): fsops_free() frees those.
+ *
+ * Threading: see fsops.h. fs->dirs_lock protects fs->dirs only; nothing
+ * else is called while holding it.
  */
 #define FUSE_USE_VERSION 34
 #include "fsops.h"
@@ -17,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,6 +37,10 @@
 #include <fuse_lowlevel.h>
 
 #include "log.h"
+
+/* d_ino of an entry without an inode yet (FUSE_UNKNOWN_INO of the kernel
+ * protocol; libfuse's headers do not export it). */
+#define UNKNOWN_INO 0xffffffffu
 
 struct fsops {
 	struct ns *ns;	 /* borrowed, immutable */
@@ -39,10 +53,19 @@ struct fsops {
 	unsigned max_background;
 	bool use_no_open;     /* immutable */
 	_Atomic bool no_open; /* set by init() */
+	pthread_mutex_t dirs_lock;
+	struct fsops_dir *dirs; /* dirs_lock: open directories */
+};
+
+/* An open directory (fi->fh). */
+struct fsops_dir {
+	struct fsops_dir *prev, *next; /* fs->dirs, under fs->dirs_lock */
+	struct ns_dir *d;	       /* owned */
 };
 
 /* A read waiting for rd's completion. Owned by the callback chain. */
 struct fsops_read {
+	struct fsops *fs;
 	fuse_req_t req;
 	uint64_t off;
 	size_t size;
@@ -65,12 +88,36 @@ int fsops_new(const struct fsops_conf *conf, struct fsops **out)
 	fs->max_background = conf->max_background ? conf->max_background : 256;
 	fs->use_no_open = conf->use_no_open;
 	atomic_init(&fs->no_open, false);
+	pthread_mutex_init(&fs->dirs_lock, NULL);
 	*out = fs;
 	return 0;
 }
 
+static void dir_unlink(struct fsops *fs, struct fsops_dir *od)
+{
+	pthread_mutex_lock(&fs->dirs_lock);
+	if (od->prev)
+		od->prev->next = od->next;
+	else
+		fs->dirs = od->next;
+	if (od->next)
+		od->next->prev = od->prev;
+	pthread_mutex_unlock(&fs->dirs_lock);
+}
+
 void fsops_free(struct fsops *fs)
 {
+	if (!fs)
+		return;
+	/* Directories the kernel never released (the session ended). */
+	while (fs->dirs) {
+		struct fsops_dir *od = fs->dirs;
+
+		fs->dirs = od->next;
+		ns_dir_free(od->d);
+		free(od);
+	}
+	pthread_mutex_destroy(&fs->dirs_lock);
 	free(fs);
 }
 
@@ -89,6 +136,9 @@ static void fill_stat(const struct fsops *fs, const struct ns_attr *a,
 	st->st_nlink = 1;
 	if (ns_kind_is_dir(a->kind)) {
 		st->st_mode = S_IFDIR | 0555;
+	} else if (a->kind == NS_SYMLINK) {
+		st->st_mode = S_IFLNK | 0777;
+		st->st_size = (off_t)a->size;
 	} else {
 		st->st_mode = S_IFREG | 0444;
 		st->st_size = (off_t)a->size;
@@ -96,6 +146,7 @@ static void fill_stat(const struct fsops *fs, const struct ns_attr *a,
 	}
 	st->st_blksize = 128 * 1024;
 	st->st_mtim.tv_sec = (time_t)a->mtime;
+	st->st_mtim.tv_nsec = (long)a->mtime_nsec;
 	st->st_atim = st->st_mtim;
 	st->st_ctim = st->st_mtim;
 }
@@ -106,7 +157,9 @@ static void fill_entry(const struct fsops *fs, const struct ns_attr *a,
 	memset(e, 0, sizeof(*e));
 	e->ino = a->ino;
 	e->generation = 1; /* inode numbers are never reused in a mount */
-	e->attr_timeout = fs->timeout;
+	/* A generated control file changes at every getattr: the kernel
+	 * must ask again before each read (see ns.h). */
+	e->attr_timeout = a->volatile_attr ? 0 : fs->timeout;
 	e->entry_timeout = fs->timeout;
 	fill_stat(fs, a, &e->attr);
 }
@@ -189,7 +242,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	fill_stat(fs, &a, &st);
-	fuse_reply_attr(req, &st, fs->timeout);
+	fuse_reply_attr(req, &st, a.volatile_attr ? 0 : fs->timeout);
 }
 
 /* Replies: fuse_reply_open, or ENOSYS (no-open), EROFS, EISDIR, ENOENT. */
@@ -227,9 +280,14 @@ static void read_done(void *arg, int err, const char *data, size_t len,
 {
 	struct fsops_read *r = arg;
 
-	if (err) {
-		log_error("read of %s (%" PRIu64 " bytes at %" PRIu64
+	if (err == -ESTALE && r->f.kind == NS_MEMBER) {
+		/* One line per shard, not one per read of its members. */
+		ns_log_shard_changed(r->fs->ns, r->f.key, msg);
+		fuse_reply_err(r->req, EIO);
+	} else if (err) {
+		log_error("read of %s%s (%" PRIu64 " bytes at %" PRIu64
 			  ") failed: %s",
+			  r->f.kind == NS_MEMBER ? "a member of shard " : "",
 			  r->f.key, (uint64_t)r->size, r->off,
 			  msg ? msg : strerror(-err));
 		fuse_reply_err(r->req, EIO);
@@ -238,6 +296,26 @@ static void read_done(void *arg, int err, const char *data, size_t len,
 	}
 	ns_file_release(&r->f);
 	free(r);
+}
+
+/* Starts the read of a tar member; read_done() replies. */
+static void read_member(struct fsops *fs, struct fsops_read *r)
+{
+	struct rd_seg one = {0, r->f.size, r->f.base}, *segs = &one;
+	size_t n = 1;
+	int rc;
+
+	if (r->f.sparse) {
+		rc = ns_file_segs(&r->f, r->off, r->size, &segs, &n);
+		if (rc) {
+			read_done(r, rc, NULL, 0, "cannot map the sparse file");
+			return;
+		}
+	}
+	rd_read_segs(fs->rd, r->f.key, r->f.etag, segs, n, r->f.size, r->off,
+		     r->size, read_done, r);
+	if (segs != &one)
+		free(segs);
 }
 
 /* Replies: fuse_reply_buf (now or from rd's completion), or an error. */
@@ -270,11 +348,28 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		free(r);
 		return;
 	}
+	r->fs = fs;
 	r->req = req;
 	r->off = (uint64_t)off;
 	r->size = size;
-	rd_read(fs->rd, r->f.key, r->f.etag, r->off, size, r->f.size, read_done,
-		r);
+	if (r->f.kind == NS_MEMBER)
+		read_member(fs, r);
+	else
+		rd_read(fs->rd, r->f.key, r->f.etag, r->off, size, r->f.size,
+			read_done, r);
+}
+
+/* Replies: fuse_reply_readlink, or EINVAL (not a symlink), ENOENT. */
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char *target = NULL;
+	int rc = ns_readlink(fs_of(req)->ns, ino, &target);
+
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_readlink(req, target);
+	free(target);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
@@ -289,39 +384,63 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct fsops *fs = fs_of(req);
-	struct ns_dir *d = NULL;
-	int rc = ns_opendir(fs->ns, ino, &d);
+	struct fsops_dir *od = calloc(1, sizeof(*od));
+	int rc = od ? ns_opendir(fs->ns, ino, &od->d) : -ENOMEM;
 
 	if (rc) {
+		free(od);
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	fi->fh = (uint64_t)(uintptr_t)d;
+	pthread_mutex_lock(&fs->dirs_lock);
+	od->next = fs->dirs;
+	if (fs->dirs)
+		fs->dirs->prev = od;
+	fs->dirs = od;
+	pthread_mutex_unlock(&fs->dirs_lock);
+	fi->fh = (uint64_t)(uintptr_t)od;
 	/* Immutable listings: the kernel may keep the directory's pages. */
 	fi->keep_cache = fs->cache_dirs;
 	fi->cache_readdir = fs->cache_dirs;
-	if (fuse_reply_open(req, fi) != 0)
-		ns_dir_free(d);
+	if (fuse_reply_open(req, fi) != 0) {
+		dir_unlink(fs, od);
+		ns_dir_free(od->d);
+		free(od);
+	}
 }
 
-/* Name, inode and kind of position I of D (0 ".", 1 "..", then entries). */
-static const char *dir_pos(const struct ns_dir *d, size_t i, uint64_t *ino,
-			   enum ns_kind *kind)
+static const struct ns_dir *dir_of(const struct fuse_file_info *fi)
+{
+	return ((const struct fsops_dir *)(uintptr_t)fi->fh)->d;
+}
+
+/*
+ * Position I of D (0 ".", 1 "..", then the entries) into *E: 0, or 1 when
+ * the position is to be skipped.
+ */
+static int dir_pos(struct fsops *fs, const struct ns_dir *d, size_t i,
+		   struct ns_dirent *e)
 {
 	if (i < 2) {
-		*ino = i == 0 ? d->ino : d->parent;
-		*kind = NS_DIR;
-		return i == 0 ? "." : "..";
+		e->ino = i == 0 ? ns_dir_ino(d) : ns_dir_parent(d);
+		e->kind = NS_DIR;
+		strcpy(e->name, i == 0 ? "." : "..");
+		return 0;
 	}
-	*ino = d->ents[i - 2].ino;
-	*kind = d->ents[i - 2].kind;
-	return d->ents[i - 2].name;
+	return ns_dir_get(fs->ns, d, i - 2, e) == 0 ? 0 : 1;
+}
+
+static mode_t dtype_of(enum ns_kind kind)
+{
+	if (ns_kind_is_dir(kind))
+		return S_IFDIR;
+	return kind == NS_SYMLINK ? S_IFLNK : S_IFREG;
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	const struct ns_dir *d = (const struct ns_dir *)(uintptr_t)fi->fh;
+	const struct ns_dir *d = dir_of(fi);
 	char *buf = malloc(size ? size : 1);
 	size_t pos = 0;
 
@@ -330,16 +449,18 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	for (size_t i = off < 0 ? 0 : (size_t)off; i < d->n + 2; i++) {
+	for (size_t i = off < 0 ? 0 : (size_t)off; i < ns_dir_count(d) + 2;
+	     i++) {
 		struct stat st = {0};
-		enum ns_kind kind;
-		uint64_t eino;
-		const char *name = dir_pos(d, i, &eino, &kind);
+		struct ns_dirent e;
 		size_t n;
 
-		st.st_ino = (ino_t)eino;
-		st.st_mode = ns_kind_is_dir(kind) ? S_IFDIR : S_IFREG;
-		n = fuse_add_direntry(req, buf + pos, size - pos, name, &st,
+		if (dir_pos(fs_of(req), d, i, &e) != 0)
+			continue;
+		/* Index entries get their inode on lookup (readdirplus). */
+		st.st_ino = (ino_t)(e.ino ? e.ino : UNKNOWN_INO);
+		st.st_mode = dtype_of(e.kind);
+		n = fuse_add_direntry(req, buf + pos, size - pos, e.name, &st,
 				      (off_t)(i + 1));
 		if (n > size - pos)
 			break;
@@ -380,25 +501,25 @@ static size_t plus_entry(fuse_req_t req, struct fsops *fs,
 			 size_t room, struct plus_list *l)
 {
 	struct fuse_entry_param e;
+	struct ns_dirent de;
 	struct ns_attr a;
-	const char *name;
-	enum ns_kind kind;
-	uint64_t ino;
 	size_t n;
 
-	name = dir_pos(d, i, &ino, &kind);
+	if (dir_pos(fs, d, i, &de) != 0)
+		return 0;
 	if (i < 2) {
 		/* "." and "..": node id 0, the kernel does not link them. */
 		memset(&e, 0, sizeof(e));
-		e.attr.st_ino = (ino_t)ino;
+		e.attr.st_ino = (ino_t)de.ino;
 		e.attr.st_mode = S_IFDIR;
-		return fuse_add_direntry_plus(req, buf, room, name, &e,
+		return fuse_add_direntry_plus(req, buf, room, de.name, &e,
 					      (off_t)(i + 1));
 	}
-	if (ns_lookup(fs->ns, d->ino, name, &a) != 0)
+	if (ns_lookup(fs->ns, ns_dir_ino(d), de.name, &a) != 0)
 		return 0;
 	fill_entry(fs, &a, &e);
-	n = fuse_add_direntry_plus(req, buf, room, name, &e, (off_t)(i + 1));
+	n = fuse_add_direntry_plus(req, buf, room, de.name, &e,
+				   (off_t)(i + 1));
 	if (n > room || plus_add(l, a.ino) != 0) {
 		ns_forget(fs->ns, a.ino, 1);
 		return n > room ? n : room + 1;
@@ -410,7 +531,7 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 			   off_t off, struct fuse_file_info *fi)
 {
 	struct fsops *fs = fs_of(req);
-	const struct ns_dir *d = (const struct ns_dir *)(uintptr_t)fi->fh;
+	const struct ns_dir *d = dir_of(fi);
 	struct plus_list l = {NULL, 0, 0};
 	char *buf = malloc(size ? size : 1);
 	size_t pos = 0;
@@ -420,7 +541,8 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	for (size_t i = off < 0 ? 0 : (size_t)off; i < d->n + 2; i++) {
+	for (size_t i = off < 0 ? 0 : (size_t)off; i < ns_dir_count(d) + 2;
+	     i++) {
 		size_t n = plus_entry(req, fs, d, i, buf + pos, size - pos, &l);
 
 		if (n > size - pos)
@@ -438,8 +560,12 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
+	struct fsops_dir *od = (struct fsops_dir *)(uintptr_t)fi->fh;
+
 	(void)ino;
-	ns_dir_free((struct ns_dir *)(uintptr_t)fi->fh);
+	dir_unlink(fs_of(req), od);
+	ns_dir_free(od->d);
+	free(od);
 	fuse_reply_err(req, 0);
 }
 
@@ -627,6 +753,7 @@ static const struct fuse_lowlevel_ops fsops_ll = {
     .symlink = op_symlink,
     .rename = op_rename,
     .link = op_link,
+    .readlink = op_readlink,
     .open = op_open,
     .read = op_read,
     .write = op_write,

@@ -12,9 +12,17 @@
  * a reader arriving after that starts a new request (it never joins one
  * whose answer has already been handed out).
  *
+ * A read of several segments (rd_read_segs()) is an "assembly": one
+ * zeroed buffer for the whole answer and one waiter per run of segments
+ * that are contiguous in the object; each run's completion copies its
+ * segments into place, and the last one (counted in asm->pending, which
+ * also holds one count for the issuing call, so that inline completions
+ * cannot finish it early) answers the reader.
+ *
  * Threading: rd->lock protects the table, the counters and the list of
  * waiters of each request in the table. A request removed from the table
- * belongs to the thread that removed it.
+ * belongs to the thread that removed it. An assembly's error fields are
+ * protected by asm->lock; its buffer regions are disjoint per run.
  */
 #include "rd.h"
 
@@ -22,6 +30,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +40,34 @@ struct rd_waiter {
 	struct rd_waiter *next;
 	rd_done_fn *done;
 	void *arg;
+	bool is_read; /* answers a whole read: counted in the stats */
+};
+
+/* A piece of an assembled read: LEN bytes at OUT_OFF of the answer are
+ * the object's bytes at OBJ_OFF. */
+struct rd_piece {
+	uint64_t out_off, len, obj_off;
+};
+
+struct rd_asm {
+	struct rd *rd;		  /* immutable */
+	rd_done_fn *done;	  /* immutable */
+	void *arg;		  /* immutable */
+	char *buf;		  /* the answer, zeroed; runs fill their parts */
+	size_t len;		  /* immutable */
+	_Atomic unsigned pending; /* runs not answered + the issuing call */
+	pthread_mutex_t lock;
+	int err;       /* lock: the first error */
+	char msg[256]; /* lock: its cause */
+	struct rd_piece *pieces; /* immutable, owned */
+};
+
+/* One run: pieces [first, first + n) of an assembly, contiguous in the
+ * object from OBJ_OFF. */
+struct rd_run {
+	struct rd_asm *a;
+	size_t first, n;
+	uint64_t obj_off;
 };
 
 struct rd_req {
@@ -78,6 +115,13 @@ void rd_free(struct rd *rd)
 	pthread_cond_destroy(&rd->idle);
 	pthread_mutex_destroy(&rd->lock);
 	free(rd);
+}
+
+static void count_error(struct rd *rd)
+{
+	pthread_mutex_lock(&rd->lock);
+	rd->stats.errors++;
+	pthread_mutex_unlock(&rd->lock);
 }
 
 void rd_get_stats(struct rd *rd, struct rd_stats *out)
@@ -146,8 +190,14 @@ static struct rd_waiter *req_finish(struct rd_req *r, int err, size_t len)
 	HASH_DEL(rd->inflight, r);
 	w = r->waiters;
 	for (struct rd_waiter *x = w; x; x = x->next) {
-		if (err)
+		if (!x->is_read)
+			continue;
+		if (err) {
 			rd->stats.errors++;
+		} else {
+			rd->stats.served++;
+			rd->stats.bytes_served += len;
+		}
 	}
 	if (!err)
 		rd->stats.bytes += len;
@@ -217,36 +267,32 @@ static bool join_or_add(struct rd *rd, struct rd_req *r, struct rd_waiter *w)
 	return other != NULL;
 }
 
-void rd_read(struct rd *rd, const char *key, const char *etag, uint64_t off,
-	     size_t size, uint64_t file_size, rd_done_fn *done, void *arg)
+/*
+ * Fetches LEN (> 0) bytes at OFF of KEY and answers DONE, joining a
+ * request in flight for the same bytes. IS_READ: DONE answers a whole
+ * read (counted in the stats).
+ */
+static void fetch(struct rd *rd, const char *key, const char *etag,
+		  uint64_t off, uint64_t len, bool is_read, rd_done_fn *done,
+		  void *arg)
 {
 	struct rd_waiter *w;
 	struct rd_req *r;
-	uint64_t len;
 	int rc;
 
-	if (etag && !etag[0])
-		etag = NULL; /* never an empty conditional header */
-	len = off >= file_size ? 0 : file_size - off;
-	if (len > size)
-		len = size;
-	pthread_mutex_lock(&rd->lock);
-	rd->stats.reads++;
-	pthread_mutex_unlock(&rd->lock);
-	if (len == 0) {
-		done(arg, 0, NULL, 0, NULL);
-		return;
-	}
 	w = calloc(1, sizeof(*w));
 	r = req_new(rd, key, etag, off, len);
 	if (!w || !r) {
 		free(w);
 		free(r);
+		if (is_read)
+			count_error(rd);
 		done(arg, -ENOMEM, NULL, 0, "out of memory");
 		return;
 	}
 	w->done = done;
 	w->arg = arg;
+	w->is_read = is_read;
 	if (join_or_add(rd, r, w)) {
 		free(r); /* never shared */
 		return;
@@ -260,4 +306,226 @@ void rd_read(struct rd *rd, const char *key, const char *etag, uint64_t off,
 		req_put(r);
 	}
 	req_put(r);
+}
+
+/* Counts a read at its start; returns the bytes to read (clamped). */
+static uint64_t read_begin(struct rd *rd, uint64_t off, size_t size,
+			   uint64_t file_size)
+{
+	uint64_t len = off >= file_size ? 0 : file_size - off;
+
+	if (len > size)
+		len = size;
+	pthread_mutex_lock(&rd->lock);
+	rd->stats.reads++;
+	if (len == 0)
+		rd->stats.served++;
+	pthread_mutex_unlock(&rd->lock);
+	return len;
+}
+
+void rd_read(struct rd *rd, const char *key, const char *etag, uint64_t off,
+	     size_t size, uint64_t file_size, rd_done_fn *done, void *arg)
+{
+	struct rd_seg whole = {0, file_size, 0};
+
+	rd_read_segs(rd, key, etag, &whole, 1, file_size, off, size, done,
+		     arg);
+}
+
+/* ---- assembled reads ---- */
+
+static void asm_free(struct rd_asm *a)
+{
+	pthread_mutex_destroy(&a->lock);
+	free(a->pieces);
+	free(a->buf);
+	free(a);
+}
+
+/* Drops one pending count; the last one answers the reader. */
+static void asm_put(struct rd_asm *a)
+{
+	struct rd *rd = a->rd;
+
+	if (atomic_fetch_sub(&a->pending, 1) != 1)
+		return;
+	pthread_mutex_lock(&rd->lock);
+	if (a->err) {
+		rd->stats.errors++;
+	} else {
+		rd->stats.served++;
+		rd->stats.bytes_served += a->len;
+	}
+	pthread_mutex_unlock(&rd->lock);
+	if (a->err)
+		a->done(a->arg, a->err, NULL, 0, a->msg);
+	else
+		a->done(a->arg, 0, a->buf, a->len, NULL);
+	asm_free(a);
+}
+
+static void asm_fail(struct rd_asm *a, int err, const char *msg)
+{
+	pthread_mutex_lock(&a->lock);
+	if (!a->err) {
+		a->err = err;
+		snprintf(a->msg, sizeof(a->msg), "%s", msg ? msg : "");
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+static void on_run(void *arg, int err, const char *data, size_t len,
+		   const char *msg)
+{
+	struct rd_run *run = arg;
+	struct rd_asm *a = run->a;
+
+	(void)len; /* fetch() answers exactly the bytes asked for */
+	if (err) {
+		asm_fail(a, err, msg);
+	} else {
+		for (size_t i = run->first; i < run->first + run->n; i++) {
+			const struct rd_piece *p = &a->pieces[i];
+
+			memcpy(a->buf + p->out_off, data + (p->obj_off -
+							    run->obj_off),
+			       (size_t)p->len);
+		}
+	}
+	free(run);
+	asm_put(a);
+}
+
+/*
+ * The pieces of SEGS that fall in [OFF, OFF + LEN), as answer offsets.
+ * Returns their number (0 when the range is all zeros), or -ENOMEM.
+ */
+static long cut_pieces(const struct rd_seg *segs, size_t nsegs, uint64_t off,
+		       uint64_t len, struct rd_piece **out)
+{
+	uint64_t end = off + len;
+	struct rd_piece *p = NULL;
+	size_t n = 0, alloc = 0;
+
+	for (size_t i = 0; i < nsegs; i++) {
+		const struct rd_seg *s = &segs[i];
+		uint64_t a = s->file_off, b = s->file_off + s->len;
+
+		if (b <= off || a >= end || s->len == 0)
+			continue;
+		if (a < off)
+			a = off;
+		if (b > end)
+			b = end;
+		if (n == alloc) {
+			size_t na = alloc ? alloc * 2 : 8;
+			struct rd_piece *q = realloc(p, na * sizeof(*q));
+
+			if (!q) {
+				free(p);
+				return -ENOMEM;
+			}
+			p = q;
+			alloc = na;
+		}
+		p[n].out_off = a - off;
+		p[n].len = b - a;
+		p[n].obj_off = s->obj_off + (a - s->file_off);
+		n++;
+	}
+	*out = p;
+	return (long)n;
+}
+
+/* Issues one fetch per run of pieces contiguous in the object. */
+static void asm_issue(struct rd_asm *a, size_t npieces, const char *key,
+		      const char *etag)
+{
+	size_t i = 0;
+
+	while (i < npieces) {
+		struct rd_run *run = calloc(1, sizeof(*run));
+		uint64_t span;
+		size_t j = i + 1;
+
+		while (j < npieces && a->pieces[j].obj_off ==
+					  a->pieces[j - 1].obj_off +
+					      a->pieces[j - 1].len)
+			j++;
+		span = a->pieces[j - 1].obj_off + a->pieces[j - 1].len -
+		       a->pieces[i].obj_off;
+		if (!run) {
+			asm_fail(a, -ENOMEM, "out of memory");
+			break;
+		}
+		run->a = a;
+		run->first = i;
+		run->n = j - i;
+		run->obj_off = a->pieces[i].obj_off;
+		atomic_fetch_add(&a->pending, 1);
+		fetch(a->rd, key, etag, run->obj_off, span, false, on_run, run);
+		i = j;
+	}
+	asm_put(a); /* the issuing call's count */
+}
+
+/* Answers a read that spans several pieces (or only zeros). */
+static void read_assembled(struct rd *rd, const char *key, const char *etag,
+			   struct rd_piece *pieces, size_t npieces,
+			   uint64_t len, rd_done_fn *done, void *arg)
+{
+	struct rd_asm *a = calloc(1, sizeof(*a));
+	char *buf = calloc(1, (size_t)len);
+
+	if (!a || !buf) {
+		free(a);
+		free(buf);
+		free(pieces);
+		count_error(rd);
+		done(arg, -ENOMEM, NULL, 0, "out of memory");
+		return;
+	}
+	a->rd = rd;
+	a->done = done;
+	a->arg = arg;
+	a->buf = buf;
+	a->len = (size_t)len;
+	a->pieces = pieces;
+	pthread_mutex_init(&a->lock, NULL);
+	atomic_init(&a->pending, 1);
+	asm_issue(a, npieces, key, etag);
+}
+
+void rd_read_segs(struct rd *rd, const char *key, const char *etag,
+		  const struct rd_seg *segs, size_t nsegs, uint64_t file_size,
+		  uint64_t off, size_t size, rd_done_fn *done, void *arg)
+{
+	struct rd_piece *p = NULL;
+	uint64_t len;
+	long n;
+
+	if (etag && !etag[0])
+		etag = NULL; /* never an empty conditional header */
+	len = read_begin(rd, off, size, file_size);
+	if (len == 0) {
+		done(arg, 0, NULL, 0, NULL);
+		return;
+	}
+	n = cut_pieces(segs, nsegs, off, len, &p);
+	if (n < 0) {
+		count_error(rd);
+		done(arg, (int)n, NULL, 0, "out of memory");
+		return;
+	}
+	if (n == 1 && p[0].out_off == 0 && p[0].len == len) {
+		/* The common case: one range, answered straight from the
+		 * request's buffer. */
+		uint64_t obj_off = p[0].obj_off;
+
+		free(p);
+		fetch(rd, key, etag, obj_off, len, true, done, arg);
+		return;
+	}
+	read_assembled(rd, key, etag, p, (size_t)n, len, done, arg);
 }

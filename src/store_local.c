@@ -6,7 +6,9 @@
  * ".." component), so no key reaches outside the root by itself.
  *
  * Invariants: the store is immutable after construction except for
- * tmp_seq (atomic), so all operations are thread-safe without a lock.
+ * tmp_seq and the request counters (atomics), so all operations are
+ * thread-safe without a lock. Counters count calls of the operations,
+ * as an S3 store would count requests (stats()).
  * get_range() completes inline: DONE runs on the caller's thread before
  * get_range() returns.
  */
@@ -33,7 +35,20 @@ struct store_local {
 	char *root;		  /* owned; for describe() and messages */
 	char *cache_id;		  /* owned; "file://" + root */
 	_Atomic uint64_t tmp_seq; /* names of put()'s temporary files */
+	/* Request counters (stats()). */
+	_Atomic uint64_t n_get, n_list, n_head, n_put, n_err, n_bytes;
 };
+
+/* Counts one finished operation: *KIND, and an error when RC < 0. */
+static void count_op(struct store_local *sl, _Atomic uint64_t *kind, int rc,
+		     uint64_t bytes)
+{
+	atomic_fetch_add(kind, 1);
+	if (rc < 0)
+		atomic_fetch_add(&sl->n_err, 1);
+	else
+		atomic_fetch_add(&sl->n_bytes, bytes);
+}
 
 static struct store_local *to_local(struct store *s)
 {
@@ -203,6 +218,7 @@ static int local_list(struct store *s, const char *dir,
 		    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
+		count_op(sl, &sl->n_list, rc, 0);
 		set_msg(msg, msglen, "%s/%s: %s", sl->root, dir, strerror(-rc));
 		return rc;
 	}
@@ -215,6 +231,7 @@ static int local_list(struct store *s, const char *dir,
 	}
 	rc = read_dir(d, dir, out);
 	closedir(d);
+	count_op(sl, &sl->n_list, rc, 0);
 	if (rc) {
 		store_listing_release(out);
 		set_msg(msg, msglen, "%s/%s: %s", sl->root, dir, strerror(-rc));
@@ -237,8 +254,9 @@ static int local_head(struct store *s, const char *key, struct store_entry *out,
 		set_msg(msg, msglen, "invalid key '%s'", key);
 		return -EINVAL;
 	}
-	if (fstatat(sl->rootfd, key, &st, 0) != 0) {
-		rc = -errno;
+	rc = fstatat(sl->rootfd, key, &st, 0) != 0 ? -errno : 0;
+	count_op(sl, &sl->n_head, rc, 0);
+	if (rc) {
 		set_msg(msg, msglen, "%s/%s: %s", sl->root, key, strerror(-rc));
 		return rc == -ENOTDIR ? -ENOENT : rc;
 	}
@@ -341,6 +359,7 @@ static int local_get_range(struct store *s, const char *key, uint64_t off,
 		rc = read_exact(fd, off, len, &data, msg, sizeof(msg));
 		close(fd);
 	}
+	count_op(sl, &sl->n_get, rc, len);
 	if (rc) {
 		done(arg, rc, NULL, 0, msg[0] ? msg : strerror(-rc));
 		return 0;
@@ -443,9 +462,71 @@ static int local_put(struct store *s, const char *key, const void *data,
 		unlinkat(dfd, tmp, 0);
 out_dir:
 	close(dfd);
+	count_op(sl, &sl->n_put, rc, 0);
 	if (rc)
 		set_msg(msg, msglen, "%s/%s: %s", sl->root, key, strerror(-rc));
 	return rc;
+}
+
+static int local_get_object(struct store *s, const char *key, size_t cap,
+			    char **data, size_t *len, char *msg, size_t msglen)
+{
+	struct store_local *sl = to_local(s);
+	struct stat st = {0};
+	char *buf = NULL;
+	int fd, rc = 0;
+
+	*data = NULL;
+	*len = 0;
+	if (store_local_check_key(key) || key[0] == '\0') {
+		set_msg(msg, msglen, "invalid key '%s'", key);
+		return -EINVAL;
+	}
+	fd = openat(sl->rootfd, key, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		rc = errno == ENOTDIR ? -ENOENT : errno ? -errno : -EIO;
+	else if (fstat(fd, &st) != 0)
+		rc = -errno;
+	else if (!S_ISREG(st.st_mode))
+		rc = S_ISDIR(st.st_mode) ? -ENOENT : -EIO;
+	else if ((uint64_t)st.st_size > cap)
+		rc = -E2BIG;
+	if (rc == 0)
+		rc = read_exact(fd, 0, (uint64_t)st.st_size, &buf, msg, msglen);
+	if (fd >= 0)
+		close(fd);
+	count_op(sl, &sl->n_get, rc, rc ? 0 : (uint64_t)st.st_size);
+	if (rc) {
+		if (rc == -E2BIG)
+			set_msg(msg, msglen, "%s/%s: larger than %zu bytes",
+				sl->root, key, cap);
+		else
+			set_msg(msg, msglen, "%s/%s: %s", sl->root, key,
+				strerror(-rc));
+		return rc;
+	}
+	/* NUL-terminated, as the S3 store's bodies are. */
+	*data = realloc(buf, (size_t)st.st_size + 1);
+	if (!*data) {
+		free(buf);
+		return -ENOMEM;
+	}
+	(*data)[st.st_size] = '\0';
+	*len = (size_t)st.st_size;
+	return 0;
+}
+
+static void local_stats(struct store *s, struct store_stats *out)
+{
+	struct store_local *sl = to_local(s);
+
+	memset(out, 0, sizeof(*out));
+	out->gets = atomic_load(&sl->n_get);
+	out->lists = atomic_load(&sl->n_list);
+	out->heads = atomic_load(&sl->n_head);
+	out->puts = atomic_load(&sl->n_put);
+	out->errors = atomic_load(&sl->n_err);
+	out->bytes_in = atomic_load(&sl->n_bytes);
 }
 
 static const char *local_describe(struct store *s)
@@ -468,13 +549,211 @@ static void local_free(struct store *s)
 	free(sl);
 }
 
+/* ---- writing (pack): put_async, uploads in parts, del ---- */
+
+/*
+ * An object being written in parts: a temporary file next to KEY, renamed
+ * over KEY by upload_complete(). Parts are written where they belong
+ * (pwrite at their offset); a part that is all zeros is not written at
+ * all, so zeros become holes (a sparse source stays sparse), and
+ * upload_complete() sets the length.
+ */
+struct store_upload {
+	int dfd;	      /* the key's directory */
+	int fd;		      /* the temporary file */
+	char *base;	      /* the key's last component */
+	char tmp[64];	      /* the temporary file's name in dfd */
+	_Atomic uint64_t end; /* bytes the object spans so far */
+};
+
+static int local_put_async(struct store *s, const char *key, const void *data,
+			   size_t len, store_put_done_fn *done, void *arg)
+{
+	char msg[512] = "";
+	int rc = local_put(s, key, data, len, msg, sizeof(msg));
+
+	done(arg, rc, rc ? msg : NULL);
+	return 0;
+}
+
+static void upload_release(struct store_upload *u, bool unlink_tmp)
+{
+	if (u->fd >= 0)
+		close(u->fd);
+	if (unlink_tmp)
+		unlinkat(u->dfd, u->tmp, 0);
+	close(u->dfd);
+	free(u->base);
+	free(u);
+}
+
+static int local_upload_begin(struct store *s, const char *key,
+			      struct store_upload **out, char *msg,
+			      size_t msglen)
+{
+	struct store_local *sl = to_local(s);
+	struct store_upload *u;
+	const char *base = NULL;
+	int dfd, rc;
+
+	if (store_local_check_key(key) || key[0] == '\0' ||
+	    key[strlen(key) - 1] == '/') {
+		set_msg(msg, msglen, "invalid key '%s'", key);
+		return -EINVAL;
+	}
+	dfd = open_parent(sl, key, &base);
+	if (dfd < 0) {
+		set_msg(msg, msglen, "%s/%s: %s", sl->root, key,
+			strerror(-dfd));
+		return dfd;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u || !(u->base = strdup(base))) {
+		free(u);
+		close(dfd);
+		set_msg(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	u->dfd = dfd;
+	atomic_init(&u->end, 0);
+	snprintf(u->tmp, sizeof(u->tmp), ".shardfs-tmp.%ld.%" PRIu64,
+		 (long)getpid(), atomic_fetch_add(&sl->tmp_seq, 1));
+	u->fd =
+	    openat(dfd, u->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (u->fd < 0) {
+		rc = -errno;
+		set_msg(msg, msglen, "%s/%s: %s", sl->root, key, strerror(-rc));
+		upload_release(u, false);
+		return rc;
+	}
+	*out = u;
+	return 0;
+}
+
+static bool all_zero(const unsigned char *p, size_t len)
+{
+	static const unsigned char zero[4096];
+
+	while (len > 0) {
+		size_t n = len < sizeof(zero) ? len : sizeof(zero);
+
+		if (memcmp(p, zero, n) != 0)
+			return false;
+		p += n;
+		len -= n;
+	}
+	return true;
+}
+
+static int pwrite_all(int fd, const char *p, size_t len, uint64_t off)
+{
+	while (len > 0) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int local_upload_part(struct store *s, struct store_upload *u,
+			     uint32_t number, uint64_t offset, const void *data,
+			     size_t len, store_put_done_fn *done, void *arg)
+{
+	struct store_local *sl = to_local(s);
+	uint64_t end = offset + len, cur = atomic_load(&u->end);
+	char msg[512] = "";
+	int rc = 0;
+
+	if (number < 1 || offset > UINT64_MAX - len || offset > INT64_MAX)
+		return -EINVAL;
+	if (!all_zero(data, len))
+		rc = pwrite_all(u->fd, data, len, offset);
+	while (!rc && cur < end &&
+	       !atomic_compare_exchange_weak(&u->end, &cur, end))
+		;
+	count_op(sl, &sl->n_put, rc, 0);
+	if (rc)
+		set_msg(msg, sizeof(msg), "%s/%s: %s", sl->root, u->base,
+			strerror(-rc));
+	done(arg, rc, rc ? msg : NULL);
+	return 0;
+}
+
+static int local_upload_complete(struct store *s, struct store_upload *u,
+				 uint32_t nparts, char *msg, size_t msglen)
+{
+	struct store_local *sl = to_local(s);
+	int rc = 0;
+
+	(void)nparts;
+	if (ftruncate(u->fd, (off_t)atomic_load(&u->end)) != 0 ||
+	    fsync(u->fd) != 0)
+		rc = -errno;
+	if (close(u->fd) != 0 && !rc)
+		rc = -errno;
+	u->fd = -1;
+	if (!rc && renameat(u->dfd, u->tmp, u->dfd, u->base) != 0)
+		rc = -errno;
+	if (rc) {
+		set_msg(msg, msglen, "%s/.../%s: %s", sl->root, u->base,
+			strerror(-rc));
+		/* The upload stays until upload_abort(), as on S3. */
+		u->fd = openat(u->dfd, u->tmp, O_WRONLY | O_CLOEXEC);
+		return rc;
+	}
+	upload_release(u, false);
+	return 0;
+}
+
+static int local_upload_abort(struct store *s, struct store_upload *u,
+			      char *msg, size_t msglen)
+{
+	(void)s;
+	(void)msg;
+	(void)msglen;
+	upload_release(u, true);
+	return 0;
+}
+
+static int local_del(struct store *s, const char *key, char *msg, size_t msglen)
+{
+	struct store_local *sl = to_local(s);
+
+	if (store_local_check_key(key) || key[0] == '\0') {
+		set_msg(msg, msglen, "invalid key '%s'", key);
+		return -EINVAL;
+	}
+	if (unlinkat(sl->rootfd, key, 0) != 0 && errno != ENOENT &&
+	    errno != ENOTDIR) {
+		int rc = -errno;
+
+		set_msg(msg, msglen, "%s/%s: %s", sl->root, key, strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
 static const struct store_ops local_ops = {
     .list = local_list,
     .head = local_head,
     .get_range = local_get_range,
     .put = local_put,
+    .get_object = local_get_object,
+    .stats = local_stats,
     .describe = local_describe,
     .cache_id = local_cache_id,
+    .put_async = local_put_async,
+    .upload_begin = local_upload_begin,
+    .upload_part = local_upload_part,
+    .upload_complete = local_upload_complete,
+    .upload_abort = local_upload_abort,
+    .del = local_del,
     .free = local_free,
 };
 

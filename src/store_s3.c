@@ -3,7 +3,11 @@
  * store_s3: the store vtable over the S3 engine. list() is ListObjectsV2
  * with delimiter "/" and encoding-type=url, following continuation tokens
  * (a repeated token is an error); head() is HEAD; get_range() is a ranged
- * GET answered from the engine's I/O thread; put() is a single PUT.
+ * GET answered from the engine's I/O thread; put() is a single PUT;
+ * get_object() is one GET without Range; stats() are the engine's.
+ * Writing for pack: put_async() is a PUT answered on the I/O thread,
+ * upload_*() a multipart upload (each part one asynchronous PUT), del()
+ * a DELETE.
  *
  * The store holds no mutable state besides the engine, so it needs no lock:
  * the engine is thread-safe.
@@ -12,6 +16,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,6 +368,70 @@ static int s3_put(struct store *s, const char *key, const void *data,
 	return rc;
 }
 
+/* ---- get_object, stats ---- */
+
+static int s3_get_object(struct store *s, const char *key, size_t cap,
+			 char **data, size_t *len, char *msg, size_t msglen)
+{
+	struct store_s3 *st = to_s3(s);
+	struct s3c_req *r;
+	const char *cl;
+	char *full;
+	int rc;
+
+	*data = NULL;
+	*len = 0;
+	if (asprintf(&full, "%s%s", st->prefix, key) < 0)
+		return -ENOMEM;
+	r = s3c_req_new("GET", st->bucket, full);
+	free(full);
+	if (!r)
+		return -ENOMEM;
+	/* No Range: one GET of the whole object, however large (up to CAP,
+	 * which also bounds what the engine buffers). */
+	s3c_req_set_body_cap(r, cap);
+	rc = s3c_perform(st->engine, r);
+	cl = s3c_req_header(r, "content-length");
+	if (rc && cl && strtoull(cl, NULL, 10) > cap) {
+		if (msg)
+			snprintf(msg, msglen, "%s%s: larger than %zu bytes",
+				 st->desc, key, cap);
+		rc = -E2BIG;
+	} else if (rc == -ENOENT &&
+		   strcmp(s3c_req_s3code(r), "NoSuchBucket") == 0) {
+		set_msg(msg, msglen, s3c_req_errmsg(r));
+		rc = -ENXIO;
+	} else if (rc) {
+		set_msg(msg, msglen, s3c_req_errmsg(r));
+	} else {
+		*data = s3c_req_take_body(r, len);
+		if (!*data)
+			rc = -ENOMEM;
+	}
+	s3c_req_free(r);
+	return rc;
+}
+
+static void s3_stats(struct store *s, struct store_stats *out)
+{
+	struct s3c_stats e;
+
+	s3c_get_stats(to_s3(s)->engine, &e);
+	memset(out, 0, sizeof(*out));
+	out->gets = e.gets;
+	out->lists = e.lists;
+	out->heads = e.heads;
+	out->puts = e.puts;
+	out->others = e.others;
+	out->retries = e.retries;
+	out->errors = e.errors;
+	out->bytes_in = e.bytes_in;
+	out->bytes_out = e.bytes_out;
+	out->in_flight = e.in_flight;
+	out->queued = e.queued;
+	out->connects = e.connects;
+}
+
 static const char *s3_describe(struct store *s)
 {
 	return to_s3(s)->desc;
@@ -385,13 +454,340 @@ static void s3_free(struct store *s)
 	free(st);
 }
 
+/* ---- writing (pack): put_async, multipart uploads, del ---- */
+
+/*
+ * A multipart upload. The part ETags are written by part_done() on the
+ * engine's I/O thread and read by upload_complete() on the caller's
+ * thread, hence the lock.
+ */
+struct store_upload {
+	char *key;	      /* full key (prefix included) */
+	char *upload_id;      /* as CreateMultipartUpload answered it */
+	pthread_mutex_t lock; /* protects etags, nslots */
+	char **etags;	      /* [number - 1]: quoted as the server sent it */
+	uint32_t nslots;
+};
+
+struct put_ctx {
+	store_put_done_fn *done;
+	void *arg;
+	struct store_upload *u; /* parts only */
+	uint32_t number;
+};
+
+static void put_done(struct s3c_req *req, int err, void *arg)
+{
+	struct put_ctx p = *(struct put_ctx *)arg;
+	const char *msg = err ? s3c_req_errmsg(req) : NULL;
+
+	free(arg);
+	if (!err && p.u) {
+		const char *etag = s3c_req_header(req, "etag");
+		char *dup = etag && *etag ? strdup(etag) : NULL;
+
+		if (!dup) {
+			err = etag && *etag ? -ENOMEM : -EPROTO;
+			msg = etag && *etag
+				  ? "out of memory"
+				  : "UploadPart answer without an ETag";
+		} else {
+			pthread_mutex_lock(&p.u->lock);
+			free(p.u->etags[p.number - 1]);
+			p.u->etags[p.number - 1] = dup;
+			pthread_mutex_unlock(&p.u->lock);
+		}
+	}
+	p.done(p.arg, err, msg);
+	s3c_req_free(req);
+}
+
+/* Submits the PUT R with body DATA; R is consumed either way. */
+static int submit_put(struct store_s3 *st, struct s3c_req *r, const void *data,
+		      size_t len, struct put_ctx *tmpl)
+{
+	struct put_ctx *p = malloc(sizeof(*p));
+	int rc;
+
+	if (!p) {
+		s3c_req_free(r);
+		return -ENOMEM;
+	}
+	*p = *tmpl;
+	s3c_req_set_body(r, data, len);
+	rc = s3c_submit(st->engine, r, put_done, p);
+	if (rc) {
+		free(p);
+		s3c_req_free(r);
+	}
+	return rc;
+}
+
+static struct s3c_req *key_req(struct store_s3 *st, const char *method,
+			       const char *key)
+{
+	struct s3c_req *r;
+	char *full;
+
+	if (asprintf(&full, "%s%s", st->prefix, key) < 0)
+		return NULL;
+	r = s3c_req_new(method, st->bucket, full);
+	free(full);
+	return r;
+}
+
+static int s3_put_async(struct store *s, const char *key, const void *data,
+			size_t len, store_put_done_fn *done, void *arg)
+{
+	struct store_s3 *st = to_s3(s);
+	struct put_ctx tmpl = {.done = done, .arg = arg};
+	struct s3c_req *r = key_req(st, "PUT", key);
+
+	if (!r)
+		return -ENOMEM;
+	return submit_put(st, r, data, len, &tmpl);
+}
+
+static void upload_free(struct store_upload *u)
+{
+	if (!u)
+		return;
+	for (uint32_t i = 0; i < u->nslots; i++)
+		free(u->etags[i]);
+	free(u->etags);
+	free(u->key);
+	free(u->upload_id);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
+}
+
+static int s3_upload_begin(struct store *s, const char *key,
+			   struct store_upload **out, char *msg, size_t msglen)
+{
+	struct store_s3 *st = to_s3(s);
+	struct store_upload *u = calloc(1, sizeof(*u));
+	struct s3c_req *r = NULL;
+	const char *body;
+	size_t len;
+	int rc = -ENOMEM;
+
+	if (!u)
+		return -ENOMEM;
+	pthread_mutex_init(&u->lock, NULL);
+	if (asprintf(&u->key, "%s%s", st->prefix, key) < 0) {
+		u->key = NULL;
+		goto fail;
+	}
+	r = s3c_req_new("POST", st->bucket, u->key);
+	if (!r || s3c_req_add_param(r, "uploads", NULL))
+		goto fail;
+	rc = s3c_perform(st->engine, r);
+	if (rc) {
+		set_msg(msg, msglen, s3c_req_errmsg(r));
+		goto fail;
+	}
+	body = s3c_req_body(r, &len);
+	rc = s3xml_parse_upload_id(body, len, &u->upload_id);
+	if (rc) {
+		if (msg)
+			snprintf(msg, msglen,
+				 "POST s3://%s/%s?uploads: no UploadId in the "
+				 "answer (%s)",
+				 st->bucket, u->key, strerror(-rc));
+		goto fail;
+	}
+	s3c_req_free(r);
+	*out = u;
+	return 0;
+fail:
+	if (rc == -ENOMEM)
+		set_msg(msg, msglen, "out of memory");
+	s3c_req_free(r);
+	upload_free(u);
+	return rc;
+}
+
+static int s3_upload_part(struct store *s, struct store_upload *u,
+			  uint32_t number, uint64_t offset, const void *data,
+			  size_t len, store_put_done_fn *done, void *arg)
+{
+	struct store_s3 *st = to_s3(s);
+	struct put_ctx tmpl = {
+	    .done = done, .arg = arg, .u = u, .number = number};
+	struct s3c_req *r;
+	char num[16];
+	int rc = 0;
+
+	(void)offset;
+	if (number < 1 || number > S3XML_MAX_PARTS)
+		return -EINVAL;
+	pthread_mutex_lock(&u->lock);
+	if (number > u->nslots) {
+		uint32_t n = number < 64 ? 64 : number * 2;
+		char **p;
+
+		if (n > S3XML_MAX_PARTS)
+			n = S3XML_MAX_PARTS;
+		p = realloc(u->etags, n * sizeof(*p));
+		if (p) {
+			memset(p + u->nslots, 0, (n - u->nslots) * sizeof(*p));
+			u->etags = p;
+			u->nslots = n;
+		} else {
+			rc = -ENOMEM;
+		}
+	}
+	pthread_mutex_unlock(&u->lock);
+	if (rc)
+		return rc;
+	r = s3c_req_new("PUT", st->bucket, u->key);
+	snprintf(num, sizeof(num), "%" PRIu32, number);
+	if (!r || s3c_req_add_param(r, "partNumber", num) ||
+	    s3c_req_add_param(r, "uploadId", u->upload_id)) {
+		s3c_req_free(r);
+		return -ENOMEM;
+	}
+	return submit_put(st, r, data, len, &tmpl);
+}
+
+/* The CompleteMultipartUpload body for parts 1..N. */
+static int complete_body(struct store_upload *u, uint32_t n, struct buf *out)
+{
+	struct s3xml_part *parts = calloc(n ? n : 1, sizeof(*parts));
+	int rc = 0;
+
+	if (!parts)
+		return -ENOMEM;
+	pthread_mutex_lock(&u->lock);
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		parts[i].number = i + 1;
+		parts[i].etag = i < u->nslots ? u->etags[i] : NULL;
+		if (!parts[i].etag)
+			rc = -EINVAL;
+	}
+	if (!rc)
+		rc = s3xml_build_complete(parts, n, out);
+	pthread_mutex_unlock(&u->lock);
+	free(parts);
+	return rc;
+}
+
+/*
+ * The answer's ETag is not used: Ceph RGW answers an empty one (the
+ * caller HEADs the object for it). What matters is that a 200 answer may
+ * still be an <Error> document.
+ */
+static int complete_answer(struct store_s3 *st, struct store_upload *u,
+			   struct s3c_req *r, char *msg, size_t msglen)
+{
+	struct s3xml_error e;
+	const char *body;
+	char *etag = NULL;
+	size_t len;
+	int rc;
+
+	body = s3c_req_body(r, &len);
+	rc = s3xml_parse_complete(body, len, &etag);
+	free(etag);
+	if (rc != -EREMOTEIO)
+		return 0;
+	s3xml_parse_error(body, len, &e);
+	if (msg)
+		snprintf(
+		    msg, msglen,
+		    "POST s3://%s/%s?uploadId=...: CompleteMultipartUpload "
+		    "failed: %s %s",
+		    st->bucket, u->key, e.code, e.message);
+	return -EIO;
+}
+
+static int s3_upload_complete(struct store *s, struct store_upload *u,
+			      uint32_t nparts, char *msg, size_t msglen)
+{
+	struct store_s3 *st = to_s3(s);
+	struct s3c_req *r = NULL;
+	struct buf body;
+	int rc;
+
+	buf_init(&body, (size_t)64 << 20);
+	rc = complete_body(u, nparts, &body);
+	if (rc) {
+		set_msg(msg, msglen,
+			rc == -EINVAL ? "a part of the upload has no ETag"
+				      : "out of memory");
+		goto out;
+	}
+	r = s3c_req_new("POST", st->bucket, u->key);
+	if (!r || s3c_req_add_param(r, "uploadId", u->upload_id)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	s3c_req_set_body(r, body.data, body.len);
+	rc = s3c_perform(st->engine, r);
+	if (rc)
+		set_msg(msg, msglen, s3c_req_errmsg(r));
+	else
+		rc = complete_answer(st, u, r, msg, msglen);
+out:
+	s3c_req_free(r);
+	buf_release(&body);
+	if (!rc)
+		upload_free(u);
+	return rc;
+}
+
+static int s3_upload_abort(struct store *s, struct store_upload *u, char *msg,
+			   size_t msglen)
+{
+	struct store_s3 *st = to_s3(s);
+	struct s3c_req *r = s3c_req_new("DELETE", st->bucket, u->key);
+	int rc = -ENOMEM;
+
+	if (r && !s3c_req_add_param(r, "uploadId", u->upload_id)) {
+		rc = s3c_perform(st->engine, r);
+		/* NoSuchUpload: already gone, which is what was asked. */
+		if (rc == -ENOENT)
+			rc = 0;
+		if (rc)
+			set_msg(msg, msglen, s3c_req_errmsg(r));
+	}
+	s3c_req_free(r);
+	upload_free(u);
+	return rc;
+}
+
+static int s3_del(struct store *s, const char *key, char *msg, size_t msglen)
+{
+	struct store_s3 *st = to_s3(s);
+	struct s3c_req *r = key_req(st, "DELETE", key);
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	rc = s3c_perform(st->engine, r);
+	if (rc == -ENOENT && strcmp(s3c_req_s3code(r), "NoSuchBucket") != 0)
+		rc = 0;
+	if (rc)
+		set_msg(msg, msglen, s3c_req_errmsg(r));
+	s3c_req_free(r);
+	return rc;
+}
+
 static const struct store_ops s3_ops = {
 	.list = s3_list,
 	.head = s3_head,
 	.get_range = s3_get_range,
 	.put = s3_put,
+	.get_object = s3_get_object,
+	.stats = s3_stats,
 	.describe = s3_describe,
 	.cache_id = s3_cache_id,
+	.put_async = s3_put_async,
+	.upload_begin = s3_upload_begin,
+	.upload_part = s3_upload_part,
+	.upload_complete = s3_upload_complete,
+	.upload_abort = s3_upload_abort,
+	.del = s3_del,
 	.free = s3_free,
 };
 

@@ -3,7 +3,10 @@
  * Unit tests of the read path: clamping, reads that need no request,
  * joining of concurrent identical reads onto one request (with a fake
  * store whose get_range() completes later from another thread), errors
- * reaching every waiter, and the local store completing inline.
+ * reaching every waiter, and the local store completing inline; reads of
+ * segmented files (tar members, sparse members): one request per run of
+ * segments contiguous in the object, holes as zeros, an error of one run
+ * failing the whole read once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -326,6 +329,124 @@ static void test_local_inline(void)
 	rmdir(dir);
 }
 
+static char obj_byte(uint64_t off)
+{
+	return (char)('a' + off % 26);
+}
+
+static void test_segments(void)
+{
+	/* File bytes [0,10) [20,30) [40,50) of 60; the first two are
+	 * contiguous in the object. */
+	static const struct rd_seg segs[] = {
+	    {0, 10, 100}, {20, 10, 110}, {40, 10, 500}};
+	struct fake f;
+	struct rd *rd;
+	struct rd_conf conf;
+	struct reader r;
+	struct rd_stats st;
+	struct fake_req *q;
+	char want[50];
+
+	fake_init(&f);
+	conf.store = &f.base;
+	CHECK_INT(rd_new(&conf, &rd), 0);
+	reader_init(&r);
+	rd_read_segs(rd, "shard", "\"e\"", segs, 3, 60, 5, 100, reader_done,
+		     &r);
+	CHECK_INT(f.calls, 2); /* [105,120) and [500,510) */
+	while ((q = fake_take(&f)) != NULL) {
+		CHECK(q->has_etag);
+		CHECK((q->off == 105 && q->len == 15) ||
+		      (q->off == 500 && q->len == 10));
+		CHECK_INT(r.done, 0);
+		complete_async(q, 0);
+	}
+	memset(want, 0, sizeof(want));
+	for (int i = 0; i < 5; i++)
+		want[i] = obj_byte(105 + (uint64_t)i);
+	for (int i = 0; i < 10; i++) {
+		want[15 + i] = obj_byte(110 + (uint64_t)i);
+		want[35 + i] = obj_byte(500 + (uint64_t)i);
+	}
+	CHECK_INT(r.done, 1);
+	CHECK_INT(r.err, 0);
+	CHECK_INT(r.len, 55);
+	CHECK(memcmp(r.data, want, 50) == 0);
+	CHECK(memcmp(r.data + 50, "\0\0\0\0\0", 5) == 0);
+
+	/* Inside one segment: one exact request, answered directly. */
+	reader_init(&r);
+	rd_read_segs(rd, "shard", NULL, segs, 3, 60, 42, 4, reader_done, &r);
+	q = fake_take(&f);
+	CHECK(q != NULL && q->off == 502 && q->len == 4);
+	if (q)
+		complete_async(q, 0);
+	CHECK_INT(r.len, 4);
+	CHECK(memcmp(r.data, "ijkl", 4) == 0);
+
+	/* Only a hole: zeros, no request. */
+	reader_init(&r);
+	rd_read_segs(rd, "shard", NULL, segs, 3, 60, 11, 8, reader_done, &r);
+	CHECK_INT(f.calls, 3);
+	CHECK_INT(r.done, 1);
+	CHECK_INT(r.len, 8);
+	CHECK(memcmp(r.data, "\0\0\0\0\0\0\0\0", 8) == 0);
+
+	/* One run fails: the read fails once, with that cause. */
+	reader_init(&r);
+	rd_read_segs(rd, "shard", NULL, segs, 3, 60, 0, 60, reader_done, &r);
+	CHECK_INT(f.calls, 5);
+	q = fake_take(&f);
+	if (q)
+		complete_async(q, -ESTALE);
+	q = fake_take(&f);
+	if (q)
+		complete_async(q, 0);
+	CHECK_INT(r.done, 1);
+	CHECK_INT(r.err, -ESTALE);
+	CHECK_STR(r.msg, "HTTP 500 from the fake");
+	rd_get_stats(rd, &st);
+	CHECK_INT(st.reads, 4);
+	CHECK_INT(st.served, 3);
+	CHECK_INT(st.bytes_served, 55 + 4 + 8);
+	CHECK_INT(st.errors, 1);
+	CHECK_INT(st.inflight, 0);
+	rd_free(rd);
+}
+
+/* Segments through the local store, which completes inline. */
+static void test_segments_inline(void)
+{
+	static const struct rd_seg segs[] = {{0, 3, 2}, {5, 2, 7}};
+	char tmpl[] = "/tmp/test_rd_segs.XXXXXX", path[4200], msg[256];
+	const char *dir = mkdtemp(tmpl);
+	struct store *st = NULL;
+	struct rd *rd;
+	struct rd_conf conf;
+	struct reader r;
+	int fd;
+
+	CHECK(dir != NULL);
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	CHECK(write(fd, "0123456789", 10) == 10);
+	close(fd);
+	CHECK_INT(store_local_new(dir, &st, msg, sizeof(msg)), 0);
+	conf.store = st;
+	CHECK_INT(rd_new(&conf, &rd), 0);
+	reader_init(&r);
+	rd_read_segs(rd, "f", NULL, segs, 2, 9, 0, 100, reader_done, &r);
+	CHECK_INT(r.done, 1);
+	CHECK_INT(r.err, 0);
+	CHECK_INT(r.len, 9);
+	CHECK(memcmp(r.data, "234\0\0" "78\0\0", 9) == 0);
+	rd_free(rd);
+	store_free(st);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	log_set_level(LOG_LVL_ERROR);
@@ -333,5 +454,7 @@ int main(void)
 	test_clamp_and_empty();
 	test_errors();
 	test_local_inline();
+	test_segments();
+	test_segments_inline();
 	return check_summary("test_rd");
 }
