@@ -15,6 +15,8 @@ int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
+int cmd_pack(int argc, char **argv);
+int cmd_index(int argc, char **argv);
 
 
 /*

@@ -22,6 +22,8 @@ static const struct command commands[] = {
 	{"umount", cmd_umount, "unmount MOUNTPOINT and wait for its daemon to exit"},
 	{"ls", cmd_ls, "list objects and prefixes under s3://BUCKET[/PREFIX]"},
 	{"cat", cmd_cat, "write the bytes of s3://BUCKET/KEY to standard output"},
+	{"pack", cmd_pack, "pack a directory tree into tar shards and a dataset index"},
+	{"index", cmd_index, "write the dataset index of the tar shards under SOURCE"},
 };
 
 static void usage(FILE *f)
