@@ -261,7 +261,8 @@ static int add_shards(struct run *r)
 	size_t kept = 0;
 	int rc = 0;
 
-	qsort(r->jobs, r->njobs, sizeof(*r->jobs), job_cmp);
+	if (r->njobs > 1) /* qsort(NULL, 0, ...) is undefined behaviour */
+		qsort(r->jobs, r->njobs, sizeof(*r->jobs), job_cmp);
 	for (size_t i = 0; !rc && i < r->njobs; i++) {
 		struct job *j = &r->jobs[i];
 
