@@ -18,11 +18,13 @@
  *   `max_attempts` attempts in all, after a backoff with equal jitter
  *   (random in [d/2, d], d = min(cap, base * 2^(attempt-1))), or after
  *   Retry-After when the server sends one (bounded by the cap). With the
- *   defaults the retries of one request span 10.6 to 21 s, enough to ride
- *   out a server restart. Exception: while the endpoint has never answered
- *   this engine, a request without an HTTP answer (connection refused,
- *   timeout) gets at most 3 attempts, so a wrong endpoint fails fast.
- *   Backoff is a timer in the I/O loop: no thread sleeps.
+ *   defaults the retries of one request span 10.6 to 21 s. When the
+ *   endpoint cannot be reached at all (connection refused or connect
+ *   timeout): if it has answered this engine before, it is an outage
+ *   (a restart), retried for `outage_s` seconds from the request's start
+ *   whatever `max_attempts` (unless it is 1); if it never answered, at
+ *   most 3 attempts, so that a wrong endpoint fails fast. Backoff is a
+ *   timer in the I/O loop: no thread sleeps.
  * - HTTP status, S3 error <Code> and curl errors are mapped to a negative
  *   errno and one message in one place (s3c_map_error()).
  *
@@ -54,8 +56,10 @@ struct s3c_conf {
 	unsigned retry_base_ms;	   /* default 100 */
 	unsigned retry_cap_ms;	   /* default 5000 */
 	unsigned connect_timeout;  /* seconds, default 5 */
-	unsigned stall_timeout;	   /* seconds without a byte, default 30 */
+	unsigned stall_timeout;	   /* seconds without a byte, default 30;
+				      0: none */
 	unsigned max_conn_age;	   /* seconds a connection is reused, 50 */
+	unsigned outage_s;	   /* seconds an outage is ridden out, 30 */
 };
 
 void s3c_conf_init(struct s3c_conf *conf);

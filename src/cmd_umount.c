@@ -243,6 +243,21 @@ static bool pid_gone(pid_t pid)
 	return p && (p[2] == 'Z' || p[2] == 'X');
 }
 
+/*
+ * True when the FUSE mount at MNT has lost its daemon. A plain stat() is
+ * not enough: the kernel answers it from cached attributes (the mount's
+ * attribute timeout is a day) without asking the dead daemon, so the
+ * attributes are fetched afresh (AT_STATX_FORCE_SYNC).
+ */
+static bool is_dead(const char *mnt)
+{
+	struct statx stx;
+
+	return statx(AT_FDCWD, mnt, AT_STATX_FORCE_SYNC, STATX_BASIC_STATS,
+		     &stx) != 0 &&
+	       errno == ENOTCONN;
+}
+
 static long ms_since(const struct timespec *t0)
 {
 	struct timespec t;
@@ -291,7 +306,6 @@ static int wait_daemon(const char *arg, int ctl, pid_t pid)
 int cmd_umount(int argc, char **argv)
 {
 	char mnt[PATH_MAX], type[128];
-	struct stat st;
 	bool dead;
 	pid_t pid;
 	int c, rc, ctl;
@@ -328,7 +342,7 @@ int cmd_umount(int argc, char **argv)
 			arg, type);
 		return 1;
 	}
-	dead = stat(mnt, &st) != 0 && errno == ENOTCONN;
+	dead = is_dead(mnt);
 	ctl = dead ? -1 : control_connect(mnt, &pid);
 	if (unmount(arg, mnt, dead) != 0) {
 		if (ctl >= 0)

@@ -39,9 +39,9 @@
 #define S3C_ERROR_BODY_CAP   (64u << 10)
 #define S3C_MAX_PARAMS	     16
 #define S3C_MAX_HEADERS	     16
-/* Attempts of a request that got no HTTP answer, while the endpoint has
- * never answered this engine: a wrong URL or a server that is down at
- * start fails in well under a second instead of riding out an "outage". */
+/* Attempts of a request that cannot reach an endpoint that has never
+ * answered this engine: a wrong URL or a server that is down at start
+ * fails in well under a second instead of riding out an "outage". */
 #define S3C_UNPROVEN_ATTEMPTS 3
 
 struct s3c_kv {
@@ -75,13 +75,13 @@ struct s3c_req {
 	CURL *easy;
 	struct curl_slist *slist;
 	char *url;
-	int64_t due_us;	  /* retry: when the next attempt may start */
-	int64_t start_us; /* submission time, for latency */
+	int64_t due_us;	   /* retry: when the next attempt may start */
+	int64_t start_us;  /* submission time, for latency */
 	int64_t active_us; /* last sign of life of the attempt (stalls) */
 	int64_t stall_us;  /* conf.stall_timeout in microseconds */
 	int64_t seen_ul;   /* bytes uploaded at the last progress call */
-	bool overflow;	  /* the body exceeded its cap */
-	bool stalled;	  /* aborted by the stall check */
+	bool overflow;	   /* the body exceeded its cap */
+	bool stalled;	   /* aborted by the stall check */
 	char curl_errbuf[CURL_ERROR_SIZE];
 
 	/* Results. */
@@ -150,6 +150,7 @@ void s3c_conf_init(struct s3c_conf *conf)
 	conf->connect_timeout = 5;
 	conf->stall_timeout = 30;
 	conf->max_conn_age = 50;
+	conf->outage_s = 30;
 }
 
 /* ---------------------------------------------------------------- */
@@ -969,8 +970,9 @@ static const char *check_range(const struct s3c_req *r)
 	uint64_t want_end = r->range_off + r->range_len - 1;
 
 	if (!r->has_range)
-		return r->status == 206 ? "206 answer to a request without Range"
-					: NULL;
+		return r->status == 206
+			   ? "206 answer to a request without Range"
+			   : NULL;
 	if (r->status == 200) {
 		/* The whole object: fine when it is what was asked for. */
 		if (r->range_off != 0)
@@ -1030,7 +1032,7 @@ static void retry_later(struct s3c *c, struct s3c_req *r, const char *why)
 	int64_t wait = backoff_us(c, r);
 
 	log_debug("s3c: %s s3://%s/%s: %s; attempt %u of %u in %lld ms",
-		  r->method, r->bucket, r->key, why, r->attempts + 1,
+		  req_verb(r), r->bucket, req_object(r), why, r->attempts + 1,
 		  c->conf.max_attempts, (long long)(wait / 1000));
 	r->due_us = mono_us() + wait;
 	r->next = c->retry_list;
@@ -1063,29 +1065,64 @@ static void active_remove(struct s3c *c, struct s3c_req *r)
 	c->nactive--;
 }
 
-/* A transfer ended: complete REQ, or schedule its next attempt. */
-static void finish_transfer(struct s3c *c, struct s3c_req *r, CURLcode cc)
+/*
+ * The curl code of a finished attempt, made precise: our stall check's
+ * abort is a timeout; curl's "Received HTTP/0.9" after the request went
+ * out is a garbled answer (worth another attempt). *SENT: whether the
+ * request went out (a connection was made).
+ */
+static CURLcode normalise_code(struct s3c *c, struct s3c_req *r, CURLcode cc,
+			       bool *sent)
 {
-	const char *hint = "", *bad = NULL;
-	long nconn = 0;
-	int err;
+	curl_off_t pre = 0;
 
-	curl_multi_remove_handle(c->multi, r->easy);
-	active_remove(c, r);
-	if (cc == CURLE_UNSUPPORTED_PROTOCOL) {
-		curl_off_t pre = 0;
-
-		/* After the request went out, this is curl's "Received
-		 * HTTP/0.9": a garbled answer, worth another attempt. */
-		curl_easy_getinfo(r->easy, CURLINFO_PRETRANSFER_TIME_T, &pre);
-		if (pre > 0)
-			cc = CURLE_WEIRD_SERVER_REPLY;
-	}
+	curl_easy_getinfo(r->easy, CURLINFO_PRETRANSFER_TIME_T, &pre);
+	*sent = pre > 0;
+	if (cc == CURLE_UNSUPPORTED_PROTOCOL && *sent)
+		cc = CURLE_WEIRD_SERVER_REPLY;
 	if (cc == CURLE_ABORTED_BY_CALLBACK && r->stalled) {
 		cc = CURLE_OPERATION_TIMEDOUT;
 		fmt(r->curl_errbuf, sizeof(r->curl_errbuf),
 		    "no data for %u s (stall timeout)", c->conf.stall_timeout);
 	}
+	return cc;
+}
+
+/*
+ * Whether a failed attempt of R gets another one. RETRYABLE: the failure
+ * is worth one; UNREACHABLE: the endpoint could not be reached at all (the
+ * request never went out). The attempt budget is conf.max_attempts, with
+ * two exceptions for unreachable endpoints: one that never answered this
+ * engine gets S3C_UNPROVEN_ATTEMPTS at most (a wrong URL fails fast), and
+ * one that did answer before is in an outage (a restart, a network blip),
+ * which is ridden out for conf.outage_s seconds from the request's start
+ * whatever the budget: those attempts cost the server nothing.
+ */
+static bool want_retry(const struct s3c *c, const struct s3c_req *r,
+		       bool retryable, bool unreachable)
+{
+	if (!retryable || c->conf.max_attempts < 2)
+		return false;
+	if (unreachable && !c->answered)
+		return r->attempts < S3C_UNPROVEN_ATTEMPTS &&
+		       r->attempts < c->conf.max_attempts;
+	if (unreachable &&
+	    mono_us() - r->start_us < (int64_t)c->conf.outage_s * 1000000)
+		return true;
+	return r->attempts < c->conf.max_attempts;
+}
+
+/* A transfer ended: complete REQ, or schedule its next attempt. */
+static void finish_transfer(struct s3c *c, struct s3c_req *r, CURLcode cc)
+{
+	const char *hint = "", *bad = NULL;
+	long nconn = 0;
+	bool sent, unreachable;
+	int err;
+
+	curl_multi_remove_handle(c->multi, r->easy);
+	active_remove(c, r);
+	cc = normalise_code(c, r, cc, &sent);
 	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
 	curl_easy_getinfo(r->easy, CURLINFO_NUM_CONNECTS, &nconn);
 	r->connects += (unsigned)nconn;
@@ -1110,9 +1147,13 @@ static void finish_transfer(struct s3c *c, struct s3c_req *r, CURLcode cc)
 		bad = "server ignored the Range header";
 		err = -EIO;
 	}
-	if (err && r->attempts < c->conf.max_attempts &&
-	    (bad || s3c_retryable(r->status, r->s3code, (int)cc)) &&
-	    (c->answered || r->attempts < S3C_UNPROVEN_ATTEMPTS)) {
+	unreachable = !sent && r->status == 0 &&
+		      (cc == CURLE_COULDNT_CONNECT ||
+		       cc == CURLE_OPERATION_TIMEDOUT);
+	if (err && want_retry(c, r,
+			      bad || s3c_retryable(r->status, r->s3code,
+						   (int)cc),
+			      unreachable)) {
 		char why[160];
 
 		fmt(why, sizeof(why), "%s",
@@ -1148,7 +1189,9 @@ static void start_attempt(struct s3c *c, struct s3c_req *r)
 	r->stalled = false;
 	r->seen_ul = 0;
 	r->active_us = mono_us();
-	r->stall_us = (int64_t)c->conf.stall_timeout * 1000000;
+	r->stall_us = c->conf.stall_timeout
+			  ? (int64_t)c->conf.stall_timeout * 1000000
+			  : INT64_MAX;
 	r->status = 0;
 	r->curl_errbuf[0] = '\0';
 	/* Nothing of an earlier attempt's answer may leak into this one. */

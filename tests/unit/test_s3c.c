@@ -165,7 +165,7 @@ struct mini_step {
 			     send nothing); Content-Length is added when
 			     missing */
 	const char *body;
-	size_t send;	  /* body bytes actually sent; SIZE_MAX: all */
+	size_t send; /* body bytes actually sent; SIZE_MAX: all */
 	enum mini_after after;
 };
 
@@ -176,8 +176,8 @@ struct mini {
 	const struct mini_step *steps;
 	size_t nsteps;
 	pthread_mutex_t lock;
-	size_t next;		/* lock: next step to answer with */
-	char last_range[64];	/* lock: Range header of the last request */
+	size_t next;	     /* lock: next step to answer with */
+	char last_range[64]; /* lock: Range header of the last request */
 };
 
 static void send_all(int fd, const char *p, size_t n)
@@ -252,8 +252,8 @@ static void mini_conn(struct mini *m, int fd)
 			snprintf(head, sizeof(head), "%s\r\n\r\n", st->head);
 		else
 			snprintf(head, sizeof(head),
-				 "%s\r\nContent-Length: %zu\r\n\r\n",
-				 st->head, blen);
+				 "%s\r\nContent-Length: %zu\r\n\r\n", st->head,
+				 blen);
 		send_all(fd, head, strlen(head));
 		send_all(fd, st->body, st->send < blen ? st->send : blen);
 		if (st->after == MINI_KEEP)
@@ -277,24 +277,34 @@ static void *mini_main(void *arg)
 	return NULL;
 }
 
-static int mini_start(struct mini *m, const struct mini_step *steps,
-		      size_t n)
+/* Starts a server on PORT (0: any free port). */
+static int mini_start_on(struct mini *m, const struct mini_step *steps,
+			 size_t n, unsigned port)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET};
 	socklen_t len = sizeof(a);
+	int one = 1;
 
 	memset(m, 0, sizeof(*m));
 	m->steps = steps;
 	m->nsteps = n;
 	pthread_mutex_init(&m->lock, NULL);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)port);
 	m->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (m->lfd >= 0)
+		setsockopt(m->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (m->lfd < 0 || bind(m->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 	    listen(m->lfd, 16) < 0 ||
 	    getsockname(m->lfd, (struct sockaddr *)&a, &len) < 0)
 		return -1;
 	m->port = ntohs(a.sin_port);
 	return pthread_create(&m->thread, NULL, mini_main, m) ? -1 : 0;
+}
+
+static int mini_start(struct mini *m, const struct mini_step *steps, size_t n)
+{
+	return mini_start_on(m, steps, n, 0);
 }
 
 /* Stops accepting (shutdown() wakes accept()) and joins the thread. */
@@ -316,8 +326,9 @@ static size_t mini_answered(struct mini *m)
 	return n;
 }
 
-static struct s3c *mini_engine(unsigned port, unsigned attempts,
-			       unsigned base_ms)
+/* An engine for PORT; outages are not ridden out unless OUTAGE_S. */
+static struct s3c *mini_engine_outage(unsigned port, unsigned attempts,
+				      unsigned base_ms, unsigned outage_s)
 {
 	struct s3c_conf conf;
 	struct s3c *c = NULL;
@@ -333,9 +344,16 @@ static struct s3c *mini_engine(unsigned port, unsigned attempts,
 	conf.retry_cap_ms = base_ms;
 	conf.stall_timeout = 1;
 	conf.connect_timeout = 2;
+	conf.outage_s = outage_s;
 	if (s3c_new(&conf, &c) != 0)
 		return NULL;
 	return c;
+}
+
+static struct s3c *mini_engine(unsigned port, unsigned attempts,
+			       unsigned base_ms)
+{
+	return mini_engine_outage(port, attempts, base_ms, 0);
 }
 
 #define OBJ "0123456789abcdefghij" /* the object: 20 bytes */
@@ -508,6 +526,63 @@ static void test_outage_after_answer(void)
 	s3c_free(c);
 }
 
+/* A server restart: the endpoint answered, then refuses connections for
+ * 300 ms, then answers again on the same port. With outages ridden out
+ * the request succeeds, although its attempt budget (2) is spent on the
+ * refused connections. */
+struct restart {
+	struct mini m;
+	unsigned port;
+	int rc;
+};
+
+static void *restart_main(void *arg)
+{
+	static const struct mini_step steps[] = {GOOD_0_9};
+	struct restart *rs = arg;
+	struct timespec ts = {0, 300 * 1000 * 1000};
+
+	nanosleep(&ts, NULL);
+	rs->rc = mini_start_on(&rs->m, steps, 1, rs->port);
+	return NULL;
+}
+
+static void test_outage_ridden(void)
+{
+	static const struct mini_step steps[] = {
+	    {"HTTP/1.1 200 OK\r\nContent-Length: 20\r\nConnection: close", OBJ,
+	     SIZE_MAX, MINI_CLOSE},
+	};
+	struct restart rs = {.rc = -1};
+	struct mini m;
+	pthread_t th;
+	struct s3c *c;
+	struct s3c_req *r;
+
+	CHECK_INT(mini_start(&m, steps, 1), 0);
+	c = mini_engine_outage(m.port, 2, 20, 10);
+	r = s3c_req_new("GET", "bucket", "key");
+	CHECK(c && r);
+	if (!c || !r)
+		return;
+	CHECK_INT(s3c_perform(c, r), 0);
+	s3c_req_free(r);
+	mini_stop(&m); /* down... */
+	rs.port = m.port;
+	CHECK_INT(pthread_create(&th, NULL, restart_main, &rs), 0);
+	r = s3c_req_new("GET", "bucket", "key");
+	s3c_req_set_range(r, 0, 10);
+	CHECK_INT(s3c_perform(c, r), 0); /* ...and up again */
+	CHECK(s3c_req_attempts(r) > 2);
+	CHECK(memcmp(s3c_req_body(r, NULL), "0123456789", 10) == 0);
+	s3c_req_free(r);
+	s3c_free(c);
+	pthread_join(th, NULL);
+	CHECK_INT(rs.rc, 0);
+	if (rs.rc == 0)
+		mini_stop(&rs.m);
+}
+
 /* An endpoint that never answered: at most 3 attempts, whatever the
  * setting. */
 static void test_refused_unproven(void)
@@ -574,6 +649,7 @@ int main(void)
 	test_bad_conf();
 	test_faults();
 	test_outage_after_answer();
+	test_outage_ridden();
 	test_refused_unproven();
 	test_backoff_floor();
 	curl_global_cleanup();
