@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "cmd.h"
+#include "fdio.h"
 #include "log.h"
 #include "opts.h"
 #include "s3c.h"
@@ -38,21 +39,6 @@ struct cat_state {
 	char etag[256];
 	uint64_t written;
 };
-
-static int write_all(const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(STDOUT_FILENO, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 /* Object size from "bytes S-E/TOTAL"; UINT64_MAX when unknown. */
 static uint64_t total_of(const struct s3c_req *r)
@@ -102,7 +88,7 @@ static int cat_chunk(struct cat_state *st, uint64_t off, uint64_t len,
 			 s3c_req_header(r, "etag"));
 	*total = total_of(r);
 	body = s3c_req_body(r, &n);
-	rc = write_all(body, n);
+	rc = fdio_write_all(STDOUT_FILENO, body, n);
 	if (rc)
 		log_error("cannot write to standard output: %s", strerror(-rc));
 	st->written += n;

@@ -27,6 +27,7 @@
 #include <openssl/evp.h>
 
 #include "dsidx.h"
+#include "fdio.h"
 #include "log.h"
 
 /* The largest entry loaded (a one-shard index of ~15 million members). */
@@ -258,21 +259,6 @@ static int cache_load(const struct shardcache *c, const char *name,
 	return rc ? -ENOENT : 0;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Writes the entry NAME atomically; a failure is only logged. */
 static void cache_store(const struct shardcache *c, const char *name,
 			const char *data, size_t len)
@@ -288,7 +274,7 @@ static void cache_store(const struct shardcache *c, const char *name,
 			  strerror(errno));
 		return;
 	}
-	rc = write_all(fd, data, len);
+	rc = fdio_write_all(fd, data, len);
 	if (!rc && fsync(fd) != 0)
 		rc = -errno;
 	if (close(fd) != 0 && !rc)

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "log.h"
 
 struct store_local {
@@ -408,23 +409,6 @@ static int open_parent(struct store_local *sl, const char *key,
 	return dfd;
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int local_put(struct store *s, const char *key, const void *data,
 		     size_t len, char *msg, size_t msglen)
 {
@@ -451,7 +435,7 @@ static int local_put(struct store *s, const char *key, const void *data,
 		rc = -errno;
 		goto out_dir;
 	}
-	rc = write_all(fd, data, len);
+	rc = fdio_write_all(fd, data, len);
 	if (rc == 0 && fsync(fd) != 0)
 		rc = -errno;
 	if (close(fd) != 0 && rc == 0)
