@@ -63,7 +63,7 @@ static int resolve(const char *arg, char *out)
 
 	if (realpath(arg, out))
 		return 0;
-	if (errno != ENOTCONN)
+	if (errno != ENOTCONN && errno != ECONNABORTED)
 		return -errno;
 	/* stat() of the dead mount's root fails: resolve its parent. */
 	snprintf(tmp, sizeof(tmp), "%s", arg);
@@ -247,7 +247,8 @@ static bool pid_gone(pid_t pid)
  * True when the FUSE mount at MNT has lost its daemon. A plain stat() is
  * not enough: the kernel answers it from cached attributes (the mount's
  * attribute timeout is a day) without asking the dead daemon, so the
- * attributes are fetched afresh (AT_STATX_FORCE_SYNC).
+ * attributes are fetched afresh (AT_STATX_FORCE_SYNC). A request that was
+ * queued while the daemon died fails with ECONNABORTED instead of ENOTCONN.
  */
 static bool is_dead(const char *mnt)
 {
@@ -255,7 +256,7 @@ static bool is_dead(const char *mnt)
 
 	return statx(AT_FDCWD, mnt, AT_STATX_FORCE_SYNC, STATX_BASIC_STATS,
 		     &stx) != 0 &&
-	       errno == ENOTCONN;
+	       (errno == ENOTCONN || errno == ECONNABORTED);
 }
 
 static long ms_since(const struct timespec *t0)
