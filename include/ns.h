@@ -166,6 +166,15 @@ struct ns_file {
 	char *etag;    /* owned; the ETag reads must match, or NULL */
 	uint64_t base; /* NS_MEMBER: the shard offset of byte 0 */
 	bool sparse;   /* NS_MEMBER: data in segments, see ns_file_segs() */
+	uint64_t obj_size; /* the object's (the shard's) size */
+	/*
+	 * NS_MEMBER: the shard range worth fetching when the member is first
+	 * read: the member and the other members of its sample (same
+	 * directory, same name up to the first dot, adjacent in the shard)
+	 * while all together stay within RD_SMALL bytes; just the member
+	 * when it is larger; 0, 0 for a sparse member.
+	 */
+	uint64_t hint_off, hint_len;
 	char *data;    /* owned; the contents (NS_CTL_FILE), else NULL */
 	/* private */
 	struct ns_img *img;

@@ -47,10 +47,12 @@
 
 #include "cli.h"
 #include "cmd.h"
+#include "dcache.h"
 #include "dsidx.h"
 #include "fsops.h"
 #include "log.h"
 #include "ns.h"
+#include "opts.h"
 #include "rd.h"
 #include "shardcache.h"
 #include "stats.h"
@@ -64,6 +66,9 @@ enum {
 	OPT_IGNORE_INDEX,
 	OPT_CACHE_DIR,
 	OPT_NO_INDEX_CACHE,
+	OPT_CACHE_SIZE,
+	OPT_PREFETCH,
+	OPT_DISK_CACHE_SIZE,
 };
 
 struct mount_cfg {
@@ -80,12 +85,16 @@ struct mount_cfg {
 	bool ignore_index;	/* --ignore-index */
 	const char *cache_dir;	/* --cache-dir, borrowed from argv */
 	bool no_index_cache;	/* --no-index-cache */
+	uint64_t cache_size;	/* --cache-size, bytes; 0: from RAM */
+	enum rd_prefetch prefetch;  /* --prefetch */
+	uint64_t disk_cache_size;   /* --disk-cache-size, 0: none */
 };
 
 /* What a running mount owns; released in reverse order. */
 struct mount_rt {
 	struct store *store;
 	struct shardcache *cache; /* shard-index cache, or NULL */
+	struct dcache *dcache;	  /* data cache on disk, or NULL */
 	struct stats_src stats;	  /* what .shardfs/stats reads */
 	struct ns *ns;
 	struct rd *rd;
@@ -101,6 +110,9 @@ static const struct option mount_longopts[] = {
     {"ignore-index", no_argument, NULL, OPT_IGNORE_INDEX},
     {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
     {"no-index-cache", no_argument, NULL, OPT_NO_INDEX_CACHE},
+    {"cache-size", required_argument, NULL, OPT_CACHE_SIZE},
+    {"prefetch", required_argument, NULL, OPT_PREFETCH},
+    {"disk-cache-size", required_argument, NULL, OPT_DISK_CACHE_SIZE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -141,9 +153,27 @@ static void usage(FILE *f)
 		"(default:\n"
 		"                           $XDG_CACHE_HOME/shardfs/shards, "
 		"else\n"
-		"                           ~/.cache/shardfs/shards)\n"
+		"                           ~/.cache/shardfs/shards), and the "
+		"disk cache of\n"
+		"                           data (DIR/data, default "
+		"~/.cache/shardfs/data)\n"
 		"  --no-index-cache         scan every tar shard on first use, "
 		"cache nothing\n"
+		"  --cache-size SIZE        memory for cached data, in flight "
+		"included (default:\n"
+		"                           a quarter of RAM; at least 1M)\n"
+		"  --prefetch=auto|shard|member\n"
+		"                           a tar member's first read fetches "
+		"its whole shard\n"
+		"                           (shard), or only the member and its "
+		"sample's other\n"
+		"                           files (member); auto (default): "
+		"shard when the\n"
+		"                           dataset fits in --cache-size\n"
+		"  --disk-cache-size SIZE   also keep fetched data on local disk "
+		"(DIR/data, at\n"
+		"                           most SIZE; default 0: off); one "
+		"mount per directory\n"
 		"  -h, --help               show this help\n\n"
 		"When SOURCE holds a dataset index (shardfs.idx, written by "
 		"'shardfs pack' or\n'shardfs index'), the mount shows the tree "
@@ -292,6 +322,36 @@ static int parse_args(struct mount_cfg *m, int argc, char **argv)
 			break;
 		case OPT_NO_INDEX_CACHE:
 			m->no_index_cache = true;
+			break;
+		case OPT_CACHE_SIZE:
+			if (opts_parse_size(optarg, &m->cache_size) != 0 ||
+			    m->cache_size < (1u << 20))
+				rc = cli_usage_error("mount",
+						     "--cache-size wants a "
+						     "size of at least 1M, "
+						     "not '%s'",
+						     optarg);
+			break;
+		case OPT_PREFETCH:
+			if (strcmp(optarg, "auto") == 0)
+				m->prefetch = RD_PREFETCH_AUTO;
+			else if (strcmp(optarg, "shard") == 0)
+				m->prefetch = RD_PREFETCH_SHARD;
+			else if (strcmp(optarg, "member") == 0)
+				m->prefetch = RD_PREFETCH_MEMBER;
+			else
+				rc = cli_usage_error("mount",
+						     "--prefetch wants auto, "
+						     "shard or member, not "
+						     "'%s'",
+						     optarg);
+			break;
+		case OPT_DISK_CACHE_SIZE:
+			if (opts_parse_size(optarg, &m->disk_cache_size) != 0)
+				rc = cli_usage_error("mount",
+						     "--disk-cache-size wants "
+						     "a size, not '%s'",
+						     optarg);
 			break;
 		default:
 			c = cli_common_opt(&m->common, c, optarg);
@@ -526,6 +586,77 @@ static int open_cache(struct mount_cfg *m, struct mount_rt *rt)
 	return 0;
 }
 
+/* The default memory budget: a quarter of the RAM. */
+static uint64_t default_cache_size(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	uint64_t ram = pages > 0 && psize > 0
+			   ? (uint64_t)pages * (uint64_t)psize
+			   : (uint64_t)4 << 30;
+
+	return ram / 4 > RD_DEFAULT_CACHE ? ram / 4 : RD_DEFAULT_CACHE;
+}
+
+/* Opens the disk cache when --disk-cache-size asks. 0 or 1 (printed). */
+static int open_dcache(struct mount_cfg *m, struct mount_rt *rt)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	/* Room in the write queue for two of the largest whole-shard
+	 * ranges: a larger one would always be dropped. */
+	struct dcache_conf dc = {.max_bytes = m->disk_cache_size,
+				 .queue_max = 2 * (uint64_t)RD_SHARD_RANGE_MAX};
+	char dir[PATH_MAX], msg[512] = "";
+
+	if (!m->disk_cache_size)
+		return 0;
+	if (m->cache_dir)
+		snprintf(dir, sizeof(dir), "%s", m->cache_dir);
+	else if (xdg && xdg[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/shardfs", xdg);
+	else if (home && home[0])
+		snprintf(dir, sizeof(dir), "%s/.cache/shardfs", home);
+	else {
+		fprintf(stderr, "shardfs mount: --disk-cache-size: no cache "
+				"directory: set --cache-dir, XDG_CACHE_HOME "
+				"or HOME\n");
+		return 1;
+	}
+	dc.dir = dir;
+	if (dcache_open(&dc, &rt->dcache, msg, sizeof(msg)) != 0) {
+		fprintf(stderr, "shardfs mount: disk cache: %s\n", msg);
+		return 1;
+	}
+	return 0;
+}
+
+/* Creates the read path. SHARD_BYTES: the dataset's size when an index
+ * gives it, else 0. 0 or 1. */
+static int open_rd(struct mount_cfg *m, struct mount_rt *rt,
+		   uint64_t shard_bytes)
+{
+	struct rd_conf c = {
+	    .store = rt->store,
+	    .dcache = rt->dcache,
+	    .cache_bytes = m->cache_size ? m->cache_size
+					 : default_cache_size(),
+	    .prefetch = m->prefetch,
+	    .dataset_bytes = shard_bytes,
+	};
+
+	if (rd_new(&c, &rt->rd) < 0) {
+		fprintf(stderr, "shardfs mount: out of memory\n");
+		return 1;
+	}
+	log_info("read cache %" PRIu64 " MiB, prefetch %s%s", c.cache_bytes >> 20,
+		 m->prefetch == RD_PREFETCH_SHARD    ? "shard"
+		 : m->prefetch == RD_PREFETCH_MEMBER ? "member"
+		 : shard_bytes == 0		     ? "auto"
+		 : shard_bytes <= c.cache_bytes	     ? "auto (shard: the dataset fits)"
+						     : "auto (member: the dataset does not fit)",
+		 rt->dcache ? ", disk cache on" : "");
+	return 0;
+}
+
 /* Opens the store, reads the dataset index or lists the root, builds ns,
  * rd and fsops. 0 or 1. */
 static int rt_open(struct mount_cfg *m, struct mount_rt *rt)
@@ -533,6 +664,7 @@ static int rt_open(struct mount_cfg *m, struct mount_rt *rt)
 	struct ns_conf nc = {0};
 	struct fsops_conf fc = {0};
 	char msg[512] = "";
+	uint64_t nc_shard_bytes;
 	int rc;
 
 	rt->stats.started_ns = stats_now_ns();
@@ -541,6 +673,8 @@ static int rt_open(struct mount_cfg *m, struct mount_rt *rt)
 	rt->stats.store = rt->store;
 	if (load_index(m, rt, &nc.index) != 0)
 		return 1;
+	nc_shard_bytes =
+	    nc.index.x ? dsidx_info(nc.index.x)->shard_bytes : 0;
 	if (!nc.index.x && open_cache(m, rt) != 0)
 		return 1;
 	nc.store = rt->store;
@@ -563,8 +697,9 @@ static int rt_open(struct mount_cfg *m, struct mount_rt *rt)
 				strerror(-rc));
 		return 1;
 	}
-	struct rd_conf rc_conf = {.store = rt->store};
-	if (rd_new(&rc_conf, &rt->rd) < 0)
+	if (open_dcache(m, rt) != 0)
+		return 1;
+	if (open_rd(m, rt, nc_shard_bytes) != 0)
 		return 1;
 	rt->stats.rd = rt->rd;
 	fc.ns = rt->ns;
@@ -594,6 +729,7 @@ static void rt_close(struct mount_rt *rt)
 	fsops_free(rt->fs);
 	rd_free(rt->rd);
 	ns_free(rt->ns);
+	dcache_close(rt->dcache);
 	shardcache_close(rt->cache);
 	store_free(rt->store);
 	if (rt->ctl >= 0)

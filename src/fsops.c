@@ -298,11 +298,23 @@ static void read_done(void *arg, int err, const char *data, size_t len,
 	free(r);
 }
 
-/* Starts the read of a tar member; read_done() replies. */
-static void read_member(struct fsops *fs, struct fsops_read *r)
+/* Starts the read of an object or a tar member; read_done() replies. */
+static void read_file(struct fsops *fs, struct fsops_read *r, uint64_t ino)
 {
 	struct rd_seg one = {0, r->f.size, r->f.base}, *segs = &one;
 	size_t n = 1;
+	struct rd_file f = {
+	    .key = r->f.key,
+	    .etag = r->f.etag,
+	    .size = r->f.size,
+	    .obj_size = r->f.obj_size,
+	    .segs = &one,
+	    .nsegs = 1,
+	    .member = r->f.kind == NS_MEMBER,
+	    .hint_off = r->f.hint_off,
+	    .hint_len = r->f.hint_len,
+	    .stream = ino,
+	};
 	int rc;
 
 	if (r->f.sparse) {
@@ -311,9 +323,12 @@ static void read_member(struct fsops *fs, struct fsops_read *r)
 			read_done(r, rc, NULL, 0, "cannot map the sparse file");
 			return;
 		}
+		/* No segment around the read (all zeros): still not NULL,
+		 * which would mean the whole object. */
+		f.segs = segs ? segs : &one;
+		f.nsegs = n;
 	}
-	rd_read_segs(fs->rd, r->f.key, r->f.etag, segs, n, r->f.size, r->off,
-		     r->size, read_done, r);
+	rd_read_file(fs->rd, &f, r->off, r->size, read_done, r);
 	if (segs != &one)
 		free(segs);
 }
@@ -352,11 +367,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	r->req = req;
 	r->off = (uint64_t)off;
 	r->size = size;
-	if (r->f.kind == NS_MEMBER)
-		read_member(fs, r);
-	else
-		rd_read(fs->rd, r->f.key, r->f.etag, r->off, size, r->f.size,
-			read_done, r);
+	read_file(fs, r, ino);
 }
 
 /* Replies: fuse_reply_readlink, or EINVAL (not a symlink), ENOENT. */

@@ -1179,6 +1179,65 @@ int ns_getattr(struct ns *ns, uint64_t ino, struct ns_attr *out)
 /* ---- files ---- */
 
 /* Fills F for member IN: its shard's key and ETag, where it lies. */
+/* The length of NAME up to its first dot (a sample's name stem). */
+static uint32_t stem_len(const char *name, uint32_t len)
+{
+	const char *dot = memchr(name, '.', len);
+
+	return dot ? (uint32_t)(dot - name) : len;
+}
+
+/*
+ * Whether member NV (of the same shard) extends [*LO, *HI) as a
+ * neighbour: adjacent in the shard (at most a few tar headers between),
+ * and all together within RD_SMALL bytes. Extends it if so.
+ */
+static bool sample_grow(const struct dsidx_member_view *nv, uint64_t *lo,
+			uint64_t *hi)
+{
+	const uint64_t gap = 4096; /* headers: ustar, pax, padding */
+	uint64_t a = *lo, b = *hi;
+
+	if (nv->offset >= b && nv->offset - b <= gap)
+		b = nv->offset + nv->size;
+	else if (nv->offset + nv->size <= a && a - (nv->offset + nv->size) <= gap)
+		a = nv->offset;
+	else
+		return false;
+	if (b - a > RD_SMALL)
+		return false;
+	*lo = a;
+	*hi = b;
+	return true;
+}
+
+/* The range worth fetching with member I (see ns_file.hint_off). */
+static void member_hint(const struct dsidx *x, uint32_t i,
+			const struct dsidx_member_view *mv, struct ns_file *f)
+{
+	uint32_t n = dsidx_info(x)->nmembers,
+		 sl = stem_len(mv->name, mv->name_len);
+	uint64_t lo = mv->offset, hi = mv->offset + mv->size;
+
+	if (mv->sparse)
+		return;
+	for (int dir = -1; dir <= 1 && mv->size <= RD_SMALL; dir += 2) {
+		for (uint32_t j = i + (uint32_t)dir; j < n; j += (uint32_t)dir) {
+			struct dsidx_member_view nv;
+
+			if (dsidx_member(x, j, &nv) != 0 || nv.dir != mv->dir ||
+			    nv.shard != mv->shard || nv.sparse ||
+			    nv.link_len != 0 ||
+			    stem_len(nv.name, nv.name_len) != sl ||
+			    memcmp(nv.name, mv->name, sl) != 0 ||
+			    !sample_grow(&nv, &lo, &hi))
+				break;
+		}
+	}
+	f->hint_off = lo;
+	f->hint_len = hi - lo;
+}
+
 static int member_file(const struct ns_inode *in, struct ns_file *f)
 {
 	struct dsidx_member_view mv;
@@ -1194,6 +1253,8 @@ static int member_file(const struct ns_inode *in, struct ns_file *f)
 		return -ENOMEM;
 	f->base = mv.offset;
 	f->sparse = mv.sparse;
+	f->obj_size = sv.size;
+	member_hint(in->img->x, in->idx, &mv, f);
 	f->img = img_get(in->img);
 	f->member = in->idx;
 	return 0;
@@ -1213,6 +1274,7 @@ static int file_of(const struct ns_inode *in, struct ns_file *out)
 	case NS_OBJECT:
 		out->key = strdup(in->key);
 		out->etag = in->etag ? strdup(in->etag) : NULL;
+		out->obj_size = in->size;
 		return !out->key || (in->etag && !out->etag) ? -ENOMEM : 0;
 	case NS_SYMLINK:
 		return -EINVAL;
