@@ -17,6 +17,7 @@ int cmd_ls(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
 int cmd_index(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 
 
 /*

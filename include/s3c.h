@@ -161,7 +161,7 @@ struct s3c_stats {
 	uint64_t gets, lists, heads, puts, others;
 	uint64_t attempts;	/* HTTP attempts, including retries */
 	uint64_t retries;
-	uint64_t errors;	/* requests that completed with an error */
+	uint64_t errors;	/* requests that failed (not "no such key") */
 	uint64_t connects;	/* connections opened */
 	uint64_t bytes_in;	/* response body bytes */
 	uint64_t bytes_out;	/* request body bytes */

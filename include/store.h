@@ -38,6 +38,9 @@ struct store_listing {
 	size_t n;
 };
 
+/* Buckets of store_stats.lat_hist (log2 of microseconds). */
+#define STORE_LAT_BUCKETS 32
+
 /*
  * Request counters of a store, for the statistics of a mount (stats op).
  * Requests are counted when they complete; retries are extra attempts of
@@ -50,12 +53,24 @@ struct store_stats {
 	uint64_t puts;
 	uint64_t others;    /* anything else (multipart, deletes, ...) */
 	uint64_t retries;   /* attempts beyond the first */
-	uint64_t errors;    /* requests that completed with an error */
+	uint64_t errors;    /* requests that failed (not "no such key") */
 	uint64_t bytes_in;  /* response body bytes received */
 	uint64_t bytes_out; /* request body bytes sent */
 	uint64_t in_flight; /* requests on the wire now */
 	uint64_t queued;    /* requests waiting for a connection */
 	uint64_t connects;  /* connections opened */
+	/*
+	 * Latency of completed requests (all kinds, retries and backoff
+	 * included: from submission to completion), when the store measures
+	 * it (lat_known; the S3 store does, the local store does not).
+	 * lat_hist[b] counts requests that took [2^b, 2^(b+1)) microseconds;
+	 * bucket 0 also counts 0 and 1 us, the last bucket everything longer.
+	 * lat_count is the sum of the buckets.
+	 */
+	bool lat_known;
+	uint64_t lat_count;
+	uint64_t lat_us_sum;
+	uint64_t lat_hist[STORE_LAT_BUCKETS];
 };
 
 void store_listing_release(struct store_listing *l);

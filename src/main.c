@@ -24,6 +24,7 @@ static const struct command commands[] = {
 	{"cat", cmd_cat, "write the bytes of s3://BUCKET/KEY to standard output"},
 	{"pack", cmd_pack, "pack a directory tree into tar shards and a dataset index"},
 	{"index", cmd_index, "write the dataset index of the tar shards under SOURCE"},
+	{"stats", cmd_stats, "show the live counters of the mount at MOUNTPOINT"},
 };
 
 static void usage(FILE *f)

@@ -860,7 +860,9 @@ static void stats_count_done(struct s3c *c, const struct s3c_req *r)
 	} else {
 		c->stats.others++;
 	}
-	if (r->err)
+	/* "No such key" is an answer (the mount's probe for a dataset
+	 * index gets it every time there is none), not a failure. */
+	if (r->err && r->err != -ENOENT)
 		c->stats.errors++;
 	c->stats.lat_us_sum += (uint64_t)(lat > 0 ? lat : 0);
 	c->stats.lat_hist[b]++;

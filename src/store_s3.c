@@ -430,6 +430,15 @@ static void s3_stats(struct store *s, struct store_stats *out)
 	out->in_flight = e.in_flight;
 	out->queued = e.queued;
 	out->connects = e.connects;
+	/* The engine's histogram has the layout of store_stats's. */
+	_Static_assert(sizeof(e.lat_hist) == sizeof(out->lat_hist),
+		       "s3c and store latency histograms differ");
+	out->lat_known = true;
+	out->lat_us_sum = e.lat_us_sum;
+	for (size_t b = 0; b < STORE_LAT_BUCKETS; b++) {
+		out->lat_hist[b] = e.lat_hist[b];
+		out->lat_count += e.lat_hist[b];
+	}
 }
 
 static const char *s3_describe(struct store *s)
