@@ -134,7 +134,8 @@ struct rd_stats {
 	uint64_t inflight;     /* get_range() calls in flight now */
 	uint64_t inflight_bytes;
 	uint64_t shard_fetches;	 /* shards fetched whole */
-	uint64_t prefetch_bytes; /* bytes fetched beyond the reads' gaps */
+	uint64_t prefetch_bytes; /* bytes fetched ahead of reads (a shard
+				    fetched whole counts whole) */
 	uint64_t cache_budget;	 /* bytes */
 	uint64_t cache_bytes;	 /* bytes held now (ready + in flight) */
 	uint64_t cache_extents;	 /* extents held now */

@@ -960,7 +960,8 @@ static void plan_ahead(struct rd *rd, struct plan *pl, struct rd_obj *o,
 	}
 	if (c >= pl->hi || c - end >= pl->window / 2)
 		return;
-	(void)find(o, c, &lo, &hi);
+	if (find(o, c, &lo, &hi))
+		return; /* more than 64 extents ahead: plenty */
 	b = c + pl->window;
 	b = b < pl->hi ? b : pl->hi;
 	b = b < hi ? b : hi;

@@ -292,6 +292,47 @@ static void test_seq_windows(void)
 	fake_release(&f);
 }
 
+/*
+ * What counts as sequential: a read up to RD_WINDOW_MIN behind or ahead
+ * of where the stream's reads ended (readahead reads arrive out of
+ * order) gets a window, one further away is a jump (an exact fetch).
+ */
+static void test_seq_slack(void)
+{
+	static const struct seq_req want[] = {
+	    {0, 0, MiB},
+	    {3 * MiB, 3 * MiB, 128 * KiB}, /* a jump */
+	    /* 640 KiB behind: a window, cut at the next extent */
+	    {3 * MiB - 512 * KiB, 3 * MiB - 512 * KiB, 512 * KiB},
+	    /* just RD_WINDOW_MIN ahead of the end */
+	    {4 * MiB + 128 * KiB, 4 * MiB + 128 * KiB, MiB},
+	    /* a byte further */
+	    {5 * MiB + 256 * KiB + 1, 5 * MiB + 256 * KiB + 1, 128 * KiB},
+	};
+	uint64_t seed = obj_seed("big", NULL);
+	struct fake f;
+	struct rd_conf conf = {0};
+	struct rd *rd;
+	struct reader r;
+	struct fake_req *q;
+
+	fake_init(&f);
+	reader_init(&r);
+	conf.store = &f.base;
+	rd = new_rd(&conf);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		read_obj(rd, "big", NULL, 32 * MiB, want[i].at, 128 * KiB, &r);
+		TAKE_REQ(&f, q, want[i].off, want[i].len);
+		if (q)
+			fake_complete(q, 0);
+		CHECK_INT(fake_calls(&f), i + 1);
+		CHECK(got(&r, seed, want[i].at, 128 * KiB));
+	}
+	rd_free_drained(rd, &f);
+	reader_release(&r);
+	fake_release(&f);
+}
+
 /* ---- joining, errors, ETags ---- */
 
 /*
@@ -917,6 +958,7 @@ int main(void)
 	test_first_fetch();
 	test_member_hint();
 	test_seq_windows();
+	test_seq_slack();
 	test_join();
 	test_errors();
 	test_etag();
