@@ -4,6 +4,8 @@
  * chunk splits in two; an empty one is removed. Every chunk holds at
  * least one entry, so the first key of chunk i is a lower bound of all
  * its keys and binary search over the chunks finds the one to look in.
+ * A chunk starts with room for a few entries and doubles up to
+ * XMAP_CHUNK: most maps (a loose object's extents) hold one entry.
  */
 #include "xmap.h"
 
@@ -17,9 +19,23 @@ struct xmap_item {
 };
 
 struct xmap_chunk {
-	size_t n;
-	struct xmap_item it[XMAP_CHUNK];
+	size_t n, cap;
+	struct xmap_item it[];
 };
+
+#define XMAP_FIRST_CAP 2
+
+static struct xmap_chunk *chunk_alloc(size_t cap)
+{
+	struct xmap_chunk *c =
+	    malloc(sizeof(*c) + cap * sizeof(struct xmap_item));
+
+	if (c) {
+		c->n = 0;
+		c->cap = cap;
+	}
+	return c;
+}
 
 void xmap_init(struct xmap *m)
 {
@@ -87,7 +103,7 @@ static int chunk_insert(struct xmap *m, size_t at, struct xmap_chunk *c)
 /* Splits the full chunk at CI into two halves. 0 or -ENOMEM. */
 static int chunk_split(struct xmap *m, size_t ci)
 {
-	struct xmap_chunk *a = m->c[ci], *b = malloc(sizeof(*b));
+	struct xmap_chunk *a = m->c[ci], *b = chunk_alloc(XMAP_CHUNK);
 	size_t half = a->n / 2;
 
 	if (!b)
@@ -109,12 +125,11 @@ int xmap_insert(struct xmap *m, uint64_t key, void *val)
 	size_t i;
 
 	if (m->nc == 0) {
-		c = malloc(sizeof(*c));
+		c = chunk_alloc(XMAP_FIRST_CAP);
 		if (!c || chunk_insert(m, 0, c) != 0) {
 			free(c);
 			return -ENOMEM;
 		}
-		c->n = 0;
 		ci = 0;
 	}
 	if (ci < 0)
@@ -123,6 +138,16 @@ int xmap_insert(struct xmap *m, uint64_t key, void *val)
 	i = item_upper(c, key);
 	if (i > 0 && c->it[i - 1].key == key)
 		return -EEXIST;
+	if (c->n == c->cap && c->cap < XMAP_CHUNK) {
+		size_t cap = c->cap * 2 < XMAP_CHUNK ? c->cap * 2 : XMAP_CHUNK;
+		struct xmap_chunk *g =
+		    realloc(c, sizeof(*c) + cap * sizeof(c->it[0]));
+
+		if (!g)
+			return -ENOMEM;
+		g->cap = cap;
+		m->c[ci] = c = g;
+	}
 	if (c->n == XMAP_CHUNK) {
 		if (chunk_split(m, (size_t)ci) != 0)
 			return -ENOMEM;
