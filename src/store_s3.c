@@ -303,6 +303,109 @@ static void get_done(struct s3c_req *req, int err, void *arg)
 	s3c_req_free(req);
 }
 
+/* ETags compared without quotes and a weak "W/" prefix. */
+static bool etag_same(const char *a, const char *b)
+{
+	size_t la, lb;
+
+	if (strncmp(a, "W/", 2) == 0)
+		a += 2;
+	if (strncmp(b, "W/", 2) == 0)
+		b += 2;
+	la = strlen(a);
+	lb = strlen(b);
+	if (la >= 2 && a[0] == '"' && a[la - 1] == '"') {
+		a++;
+		la -= 2;
+	}
+	if (lb >= 2 && b[0] == '"' && b[lb - 1] == '"') {
+		b++;
+		lb -= 2;
+	}
+	return la == lb && memcmp(a, b, la) == 0;
+}
+
+struct whole_ctx {
+	store_done_fn *done;
+	void *arg;
+	uint64_t len;
+	char *etag; /* owned, or NULL */
+	char *name; /* owned: s3://BUCKET/KEY, for messages */
+};
+
+static void whole_done(struct s3c_req *req, int err, void *arg)
+{
+	struct whole_ctx *w = arg;
+	const char *got = err ? NULL : s3c_req_header(req, "etag");
+	char msg[512] = "";
+	char *data = NULL;
+	size_t len = 0;
+
+	if (!err) {
+		data = s3c_req_take_body(req, &len);
+		if (!data) {
+			err = -ENOMEM;
+		} else if (len != w->len ||
+			   (w->etag && got && !etag_same(got, w->etag))) {
+			snprintf(msg, sizeof(msg),
+				 "%s changed: %zu bytes with ETag %s, expected "
+				 "%" PRIu64 " bytes with ETag %s",
+				 w->name, len, got ? got : "(none)", w->len,
+				 w->etag ? w->etag : "(any)");
+			err = -ESTALE;
+			free(data);
+			data = NULL;
+			len = 0;
+		}
+	}
+	w->done(w->arg, err, data, len,
+		err ? (msg[0] ? msg : s3c_req_errmsg(req)) : NULL);
+	free(w->etag);
+	free(w->name);
+	free(w);
+	s3c_req_free(req);
+}
+
+static int s3_get_whole(struct store *s, const char *key, uint64_t len,
+			const char *etag, store_done_fn *done, void *arg)
+{
+	struct store_s3 *st = to_s3(s);
+	struct whole_ctx *w = calloc(1, sizeof(*w));
+	struct s3c_req *r = NULL;
+	char *full = NULL;
+	int rc = -ENOMEM;
+
+	if (!w || asprintf(&full, "%s%s", st->prefix, key) < 0) {
+		full = NULL;
+		goto fail;
+	}
+	r = s3c_req_new("GET", st->bucket, full);
+	if (!r || (etag && *etag && !(w->etag = strdup(etag))) ||
+	    asprintf(&w->name, "s3://%s/%s", st->bucket, full) < 0) {
+		w->name = NULL;
+		goto fail;
+	}
+	/* One byte more than expected is enough to tell a longer object. */
+	s3c_req_set_body_cap(r, (size_t)len + 1);
+	w->done = done;
+	w->arg = arg;
+	w->len = len;
+	rc = s3c_submit(st->engine, r, whole_done, w);
+	if (!rc) {
+		free(full);
+		return 0;
+	}
+fail:
+	free(full);
+	if (w) {
+		free(w->etag);
+		free(w->name);
+	}
+	free(w);
+	s3c_req_free(r);
+	return rc;
+}
+
 static int s3_get_range(struct store *s, const char *key, uint64_t off,
 			uint64_t len, const char *if_match, store_done_fn *done,
 			void *arg)
@@ -786,6 +889,7 @@ static const struct store_ops s3_ops = {
 	.list = s3_list,
 	.head = s3_head,
 	.get_range = s3_get_range,
+	.get_whole = s3_get_whole,
 	.put = s3_put,
 	.get_object = s3_get_object,
 	.stats = s3_stats,
