@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,13 @@ struct store_s3 {
 	char *prefix; /* "" or ends with '/' */
 	char *desc;
 	char *cache_id;
+	/*
+	 * Set once a range answer came with an ETag header: from then on
+	 * range GETs check that header instead of sending If-Match, which
+	 * costs the server more (see get_whole in store.h). Cleared if an
+	 * answer ever comes without one.
+	 */
+	atomic_bool etag_on_206;
 };
 
 static struct store_s3 *to_s3(struct store *s)
@@ -279,30 +287,6 @@ out:
 	return rc;
 }
 
-/* ---- get_range ---- */
-
-struct get_ctx {
-	store_done_fn *done;
-	void *arg;
-};
-
-static void get_done(struct s3c_req *req, int err, void *arg)
-{
-	struct get_ctx g = *(struct get_ctx *)arg;
-	char *data = NULL;
-	size_t len = 0;
-
-	free(arg);
-	if (!err) {
-		data = s3c_req_take_body(req, &len);
-		if (!data)
-			err = -ENOMEM;
-	}
-	g.done(g.arg, err, err ? NULL : data, err ? 0 : len,
-	       err ? s3c_req_errmsg(req) : NULL);
-	s3c_req_free(req);
-}
-
 /* ETags compared without quotes and a weak "W/" prefix. */
 static bool etag_same(const char *a, const char *b)
 {
@@ -323,6 +307,73 @@ static bool etag_same(const char *a, const char *b)
 		lb -= 2;
 	}
 	return la == lb && memcmp(a, b, la) == 0;
+}
+
+/* ---- get_range ---- */
+
+struct get_ctx {
+	store_done_fn *done;
+	void *arg;
+	struct store_s3 *st;
+	char *etag;	/* owned: the ETag the object must have, or NULL */
+	char *name;	/* owned: s3://BUCKET/KEY, for messages */
+	bool checking;	/* no If-Match sent: check the answer's ETag */
+};
+
+/*
+ * The ETag check of a range answer (0 or -ESTALE/-EIO with MSG): with
+ * If-Match sent, the server checked; learn whether it names the ETag in
+ * range answers. Without, the answer's ETag must be the expected one.
+ */
+static int get_check_etag(struct get_ctx *g, struct s3c_req *req, char *msg,
+			  size_t msglen)
+{
+	const char *got = s3c_req_header(req, "etag");
+
+	if (!g->etag)
+		return 0;
+	if (!g->checking) {
+		if (got && etag_same(got, g->etag))
+			atomic_store(&g->st->etag_on_206, true);
+		return 0;
+	}
+	if (!got) {
+		atomic_store(&g->st->etag_on_206, false);
+		snprintf(msg, msglen, "GET %s: no ETag in the answer, cannot "
+			 "tell whether the object changed", g->name);
+		return -EIO;
+	}
+	if (etag_same(got, g->etag))
+		return 0;
+	snprintf(msg, msglen, "%s changed: ETag %s, expected %s", g->name,
+		 got, g->etag);
+	return -ESTALE;
+}
+
+static void get_done(struct s3c_req *req, int err, void *arg)
+{
+	struct get_ctx *gp = arg, g = *gp;
+	char *data = NULL, msg[512] = "";
+	size_t len = 0;
+
+	free(arg);
+	if (!err)
+		err = get_check_etag(&g, req, msg, sizeof(msg));
+	free(g.etag);
+	free(g.name);
+	if (!err) {
+		data = s3c_req_take_body(req, &len);
+		if (!data)
+			err = -ENOMEM;
+	}
+	if (err && msg[0]) {
+		g.done(g.arg, err, NULL, 0, msg);
+		s3c_req_free(req);
+		return;
+	}
+	g.done(g.arg, err, err ? NULL : data, err ? 0 : len,
+	       err ? s3c_req_errmsg(req) : NULL);
+	s3c_req_free(req);
 }
 
 struct whole_ctx {
@@ -427,21 +478,35 @@ static int s3_get_range(struct store *s, const char *key, uint64_t off,
 	if (asprintf(&full, "%s%s", st->prefix, key) < 0)
 		return -ENOMEM;
 	r = s3c_req_new("GET", st->bucket, full);
-	free(full);
-	g = malloc(sizeof(*g));
-	if (!r || !g) {
-		rc = -ENOMEM;
+	g = calloc(1, sizeof(*g));
+	rc = -ENOMEM;
+	if (!r || !g || asprintf(&g->name, "s3://%s/%s", st->bucket, full) < 0) {
+		if (g)
+			g->name = NULL;
 		goto fail;
 	}
 	s3c_req_set_range(r, off, len);
-	if (if_match && *if_match && (rc = s3c_req_set_if_match(r, if_match)))
-		goto fail;
+	if (if_match && *if_match) {
+		if (!(g->etag = strdup(if_match)))
+			goto fail;
+		g->checking = atomic_load(&st->etag_on_206);
+		if (!g->checking && (rc = s3c_req_set_if_match(r, if_match)))
+			goto fail;
+	}
 	g->done = done;
 	g->arg = arg;
+	g->st = st;
 	rc = s3c_submit(st->engine, r, get_done, g);
-	if (!rc)
+	if (!rc) {
+		free(full);
 		return 0;
+	}
 fail:
+	free(full);
+	if (g) {
+		free(g->etag);
+		free(g->name);
+	}
 	free(g);
 	s3c_req_free(r);
 	return rc;
