@@ -48,6 +48,7 @@
 #include "cli.h"
 #include "cmd.h"
 #include "dsidx.h"
+#include "fdio.h"
 #include "log.h"
 #include "opts.h"
 #include "packplan.h"
@@ -310,28 +311,6 @@ static unsigned dest_connections(const struct pack *p)
 	return n > s ? n - s : 1;
 }
 
-/* mkdir -p DIR. 0 or a negative errno. */
-static int mkdirs(const char *dir)
-{
-	char path[PATH_MAX];
-	size_t n = strlen(dir);
-
-	if (n == 0 || n >= sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, dir, n + 1);
-	for (char *s = path + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(path, 0755) != 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(path, 0755) != 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* A listing of one key: credentials, bucket and endpoint, with the
  * server's own words when something is wrong. */
 static int probe_bucket(struct pack *p, struct s3c *engine, const char *bucket,
@@ -370,7 +349,7 @@ static int open_dest(struct pack *p, bool create)
 		p->dst_local = true;
 		if (!create && access(d, F_OK) != 0 && errno == ENOENT)
 			return 0;
-		rc = mkdirs(d);
+		rc = fdio_mkdirs(d, 0755);
 		if (!rc)
 			rc = store_local_new(d, &p->dst, msg, sizeof(msg));
 		if (rc)

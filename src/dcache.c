@@ -825,30 +825,6 @@ out:
 
 /* ---- Open and close ------------------------------------------------------ */
 
-/* mkdir -p DIR, creating what is missing with mode 0700. */
-static int mkdirs(const char *dir)
-{
-	char *p = strdup(dir);
-	int rc = 0;
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; !rc; s++) {
-		bool end = *s == '\0';
-
-		if (*s != '/' && !end)
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0700) != 0 && errno != EEXIST)
-			rc = -errno;
-		if (end)
-			break;
-		*s = '/';
-	}
-	free(p);
-	return rc;
-}
-
 /* Creates and opens DIR/data. */
 static int open_dirs(struct dcache *dc, char *msg, size_t msglen)
 {
@@ -856,7 +832,7 @@ static int open_dirs(struct dcache *dc, char *msg, size_t msglen)
 	int rc = asprintf(&data, "%s/data", dc->dir) < 0 ? -ENOMEM : 0;
 
 	if (!rc)
-		rc = mkdirs(data);
+		rc = fdio_mkdirs(data, 0700);
 	if (!rc) {
 		dc->dfd = open(data, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		rc = dc->dfd < 0 ? -errno : 0;

@@ -77,30 +77,6 @@ static char *default_dir(char *msg, size_t msglen)
 	return dir;
 }
 
-/* mkdir -p DIR, creating what is missing with mode 0700. */
-static int mkdirs(const char *dir)
-{
-	char *p = strdup(dir);
-	int rc = 0;
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; !rc; s++) {
-		bool end = *s == '\0';
-
-		if (*s != '/' && !end)
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0700) != 0 && errno != EEXIST)
-			rc = -errno;
-		if (end)
-			break;
-		*s = '/';
-	}
-	free(p);
-	return rc;
-}
-
 int shardcache_open(const char *dir, struct shardcache **out, char *msg,
 		    size_t msglen)
 {
@@ -117,7 +93,7 @@ int shardcache_open(const char *dir, struct shardcache **out, char *msg,
 		rc = dir ? -ENOMEM : -ENOENT;
 		goto fail;
 	}
-	rc = c->dir[0] ? mkdirs(c->dir) : -ENOENT;
+	rc = fdio_mkdirs(c->dir, 0700);
 	if (rc == 0) {
 		c->dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		rc = c->dfd < 0 ? -errno : 0;
