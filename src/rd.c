@@ -527,14 +527,17 @@ static void count_done(struct rd *rd)
 
 /*
  * The store's (or the disk cache's) answer for extent E, which its fetch
- * pins. DATA is taken. Waiters are answered outside the lock; a direct
- * waiter pins E until its DONE has returned.
+ * pins. DATA is taken. STORE: the answer of a store request, which is
+ * counted here (bytes fetched, requests in flight) in the same locked
+ * sections. Waiters are answered outside the lock; a direct waiter pins
+ * E until its DONE has returned.
  */
 static void ext_done(struct rd_ext *e, int err, char *data, size_t len,
-		     const char *msg)
+		     const char *msg, bool store)
 {
 	struct rd *rd = e->obj->rd;
 	struct rd_wait *w, *next;
+	uint64_t fetched = store && !err ? len : 0;
 
 	if (!err && len != e->len) {
 		/* Never hand out a short answer as the file's bytes. */
@@ -542,6 +545,7 @@ static void ext_done(struct rd_ext *e, int err, char *data, size_t len,
 		msg = "store returned a short range";
 	}
 	pthread_mutex_lock(&rd->lock);
+	rd->stats.bytes += fetched;
 	rd->stats.inflight_bytes -= e->len;
 	w = e->waiters;
 	e->waiters = NULL;
@@ -573,24 +577,15 @@ static void ext_done(struct rd_ext *e, int err, char *data, size_t len,
 	}
 	pthread_mutex_lock(&rd->lock);
 	ext_unpin(rd, e);
+	if (store)
+		count_done(rd); /* last: rd_free() may go on after it */
 	pthread_mutex_unlock(&rd->lock);
 }
 
 static void on_range(void *arg, int err, char *data, size_t len,
 		     const char *msg)
 {
-	struct rd_ext *e = arg;
-	struct rd *rd = e->obj->rd;
-
-	if (!err) {
-		pthread_mutex_lock(&rd->lock);
-		rd->stats.bytes += len;
-		pthread_mutex_unlock(&rd->lock);
-	}
-	ext_done(e, err, data, len, msg);
-	pthread_mutex_lock(&rd->lock);
-	count_done(rd);
-	pthread_mutex_unlock(&rd->lock);
+	ext_done(arg, err, data, len, msg, true);
 }
 
 /* ---- issuing fetches ---- */
@@ -637,7 +632,7 @@ static bool try_disk(struct rd *rd, struct rd_ext *e)
 	rd->stats.disk_hits++;
 	rd->stats.disk_bytes_read += e->len;
 	pthread_mutex_unlock(&rd->lock);
-	ext_done(e, 0, data, (size_t)e->len, NULL);
+	ext_done(e, 0, data, (size_t)e->len, NULL, false);
 	return true;
 }
 
@@ -665,10 +660,8 @@ static void issue(struct rd *rd, struct rd_ext *e)
 					       e);
 	if (rc) {
 		/* on_range() will not be called: answer for it. */
-		ext_done(e, rc, NULL, 0, "the store refused the request");
-		pthread_mutex_lock(&rd->lock);
-		count_done(rd);
-		pthread_mutex_unlock(&rd->lock);
+		ext_done(e, rc, NULL, 0, "the store refused the request",
+			 true);
 	}
 }
 
